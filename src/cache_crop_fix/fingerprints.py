@@ -1,0 +1,17 @@
+"""Fingerprints of the upstream methods that the overlay replaces, for the transformers releases it supports.
+
+A fingerprint is `patcher.source_fingerprint` of the upstream function: if the installed source differs, the method
+changed upstream and the fix refuses to install. Regenerate with `python -m cache_crop_fix fingerprints`.
+"""
+
+# Identical in transformers 5.14.0 and 5.14.1
+UPSTREAM_FINGERPRINTS: dict[str, frozenset[str]] = {
+    "transformers.cache_utils.Cache.crop": frozenset({"ed59d37995911aa6"}),
+    "transformers.cache_utils.DynamicIndexedLayer.crop": frozenset({"db056caf527df7d9"}),
+    "transformers.cache_utils.DynamicLayer.crop": frozenset({"f733554ffaaab390"}),
+    "transformers.cache_utils.DynamicSlidingWindowLayer.crop": frozenset({"a233961b69f230fd"}),
+    "transformers.cache_utils.EncoderDecoderCache.crop": frozenset({"7a371cf940291c93"}),
+    "transformers.generation.candidate_generator.AssistedCandidateGenerator._update_past_and_masks": frozenset(
+        {"8fbfdda003628960"}
+    ),
+}

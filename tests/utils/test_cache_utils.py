@@ -1,0 +1,335 @@
+# Copyright 2026 The HuggingFace Team. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+import unittest
+import warnings
+
+from parameterized import parameterized
+
+from transformers import is_torch_available
+from transformers.testing_utils import require_torch
+
+
+if is_torch_available():
+    import torch
+
+    from transformers import DynamicCache, EncoderDecoderCache
+    from transformers.cache_utils import (
+        Cache,
+        DynamicIndexedLayer,
+        DynamicLayer,
+        DynamicSlidingWindowLayer,
+        MtpCache,
+        StaticLayer,
+    )
+
+
+# Small sliding window (3 tokens are "below" it) and a large one that is never reached in these tests
+SMALL_WINDOW, LARGE_WINDOW = 4, 64
+
+# (argument of `crop`, expected length of a 3-token cache after it)
+CROP_CASES = [(2, 2), (0, 0), (-1, 2), (-3, 0), (-5, 0)]
+
+
+def _make_layer(layer_name):
+    if layer_name == "dynamic":
+        return DynamicLayer()
+    if layer_name == "sliding":
+        return DynamicSlidingWindowLayer(sliding_window=SMALL_WINDOW)
+    if layer_name == "sliding_large":
+        return DynamicSlidingWindowLayer(sliding_window=LARGE_WINDOW)
+    if layer_name == "indexed":
+        return DynamicIndexedLayer()
+    raise ValueError(layer_name)
+
+
+def _make_cache(cache_name):
+    if cache_name == "dynamic_cache":
+        return DynamicCache()
+    if cache_name == "mtp_cache":
+        return MtpCache()
+    if cache_name == "encoder_decoder_cache":
+        return EncoderDecoderCache(DynamicCache(), DynamicCache())
+    raise ValueError(cache_name)
+
+
+def _tokens(start, length):
+    """Key/value states of shape `[1, 1, length, 1]` whose values are the token positions `start ... start+length-1`."""
+    return torch.arange(start, start + length, dtype=torch.float32).reshape(1, 1, length, 1)
+
+
+def _fill(cache, num_tokens, step=None, layer_idx=0):
+    """Appends `num_tokens` tokens to `layer_idx` of `cache`, in steps of `step` tokens (all at once by default)."""
+    step = step or num_tokens
+    if isinstance(cache, EncoderDecoderCache):
+        cache = cache.self_attention_cache
+    for start in range(0, num_tokens, step):
+        states = _tokens(start, min(step, num_tokens - start))
+        cache.update(states, states.clone(), layer_idx=layer_idx)
+        if isinstance(cache.layers[layer_idx], DynamicIndexedLayer):
+            cache.update_indexer(states[:, 0], layer_idx=layer_idx)
+
+
+def _crop_quietly(cache, *args, **kwargs):
+    """Calls `cache.crop`, silencing the deprecation warning of absolute crops."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        cache.crop(*args, **kwargs)
+
+
+def _snapshot(cache):
+    """A copy of everything a crop may change, to check that a failing crop leaves the cache bit-identical."""
+    state = []
+    for layer in cache.layers:
+        tensors = [layer.keys, layer.values, getattr(layer, "indexer_keys", None)]
+        state.append(
+            ([t.clone() if t is not None else None for t in tensors], getattr(layer, "cumulative_length", None))
+        )
+    return state
+
+
+@require_torch
+class DynamicLayersCropTest(unittest.TestCase):
+    """`crop` on every dynamic layer type: negative values remove tokens (clamped), non-negative ones are targets."""
+
+    def assertLayerHolds(self, layer, num_tokens, query_length=1):
+        """Checks that every piece of state of `layer` describes exactly the tokens `0 ... num_tokens-1`."""
+        self.assertEqual(layer.get_seq_length(), num_tokens)
+        expected = _tokens(0, num_tokens)
+        if isinstance(layer, DynamicSlidingWindowLayer):
+            self.assertEqual(layer.cumulative_length, num_tokens)
+            # Only the last `sliding_window - 1` tokens are stored
+            expected = expected[..., -(layer.sliding_window - 1) :, :] if num_tokens else expected
+            kv_length = min(num_tokens, layer.sliding_window - 1) + query_length
+            kv_offset = max(num_tokens - layer.sliding_window + 1, 0)
+            self.assertEqual(layer.get_mask_sizes(query_length), (kv_length, kv_offset))
+        else:
+            self.assertEqual(layer.get_mask_sizes(query_length), (num_tokens + query_length, 0))
+        torch.testing.assert_close(layer.keys, expected, rtol=0, atol=0)
+        torch.testing.assert_close(layer.values, expected, rtol=0, atol=0)
+        if isinstance(layer, DynamicIndexedLayer):
+            torch.testing.assert_close(layer.indexer_keys, expected[:, 0], rtol=0, atol=0)
+
+    @parameterized.expand(
+        [
+            (layer_name, *case)
+            for layer_name in ("dynamic", "sliding", "sliding_large", "indexed")
+            for case in CROP_CASES
+        ]
+    )
+    def test_crop_removes_or_keeps_the_right_tokens(self, layer_name, argument, expected_length):
+        cache = Cache(layers=[_make_layer(layer_name)])
+        _fill(cache, 3)
+
+        _crop_quietly(cache, argument)
+
+        self.assertLayerHolds(cache.layers[0], expected_length)
+        self.assertEqual(cache.get_seq_length(), expected_length)
+
+    @parameterized.expand(
+        [(layer_name, *case) for layer_name in ("dynamic", "sliding", "indexed") for case in CROP_CASES]
+    )
+    def test_update_after_crop_appends_in_the_right_place(self, layer_name, argument, expected_length):
+        cache = Cache(layers=[_make_layer(layer_name)])
+        _fill(cache, 3)
+        _crop_quietly(cache, argument)
+
+        # Append the tokens that follow the kept ones: the cache must again hold one contiguous sequence
+        states = _tokens(expected_length, 1)
+        keys, _ = cache.update(states, states.clone(), layer_idx=0)
+        if layer_name == "indexed":
+            cache.update_indexer(states[:, 0], layer_idx=0)
+
+        torch.testing.assert_close(keys, _tokens(0, expected_length + 1), rtol=0, atol=0)
+        self.assertLayerHolds(cache.layers[0], expected_length + 1)
+
+    @parameterized.expand(
+        [
+            (layer_name, num_tokens, argument)
+            for layer_name in ("dynamic", "sliding", "indexed")
+            for num_tokens in (1, 3, 9)
+            for argument in ("zero", "minus_length", "oversized")
+        ]
+    )
+    def test_full_rollback_then_append(self, layer_name, num_tokens, argument):
+        # 9 tokens go beyond the small sliding window: a full rollback must still work, as nothing needs to be kept
+        cache = Cache(layers=[_make_layer(layer_name)])
+        _fill(cache, num_tokens, step=1)
+        value = {"zero": 0, "minus_length": -num_tokens, "oversized": -num_tokens - 5}[argument]
+
+        _crop_quietly(cache, value)
+        self.assertLayerHolds(cache.layers[0], 0, query_length=2)
+
+        _fill(cache, 2)
+        self.assertLayerHolds(cache.layers[0], 2, query_length=1)
+
+    @parameterized.expand([("dynamic_cache",), ("mtp_cache",), ("encoder_decoder_cache",)])
+    def test_caches_crop_every_layer(self, cache_name):
+        cache = _make_cache(cache_name)
+        self_attention_cache = cache.self_attention_cache if cache_name == "encoder_decoder_cache" else cache
+        for layer_idx in range(3):
+            _fill(cache, 5, layer_idx=layer_idx)
+        if cache_name == "encoder_decoder_cache":
+            cross = _tokens(0, 7)
+            cache.cross_attention_cache.update(cross, cross.clone(), layer_idx=0)
+
+        cache.crop(-2)
+        self.assertEqual([layer.get_seq_length() for layer in self_attention_cache.layers], [3, 3, 3])
+        cache.crop(-10)
+        self.assertEqual([layer.get_seq_length() for layer in self_attention_cache.layers], [0, 0, 0])
+        _fill(cache, 4, layer_idx=0)
+        _crop_quietly(cache, 0)
+        self.assertEqual([layer.get_seq_length() for layer in self_attention_cache.layers], [0, 0, 0])
+        if cache_name == "encoder_decoder_cache":
+            # Cross-attention states only depend on the encoder outputs: they are never cropped
+            self.assertEqual(cache.cross_attention_cache.get_seq_length(), 7)
+
+
+@require_torch
+class CropArgumentsTest(unittest.TestCase):
+    """What `crop` accepts, what it warns about, and what it refuses."""
+
+    def _cache(self, num_tokens=3, num_layers=1):
+        cache = DynamicCache()
+        for layer_idx in range(num_layers):
+            _fill(cache, num_tokens, layer_idx=layer_idx)
+        return cache
+
+    @parameterized.expand([(0,), (1,), (3,), (7,)])
+    def test_absolute_crop_warns_once_per_call(self, argument):
+        cache = self._cache(num_layers=4)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            cache.crop(argument)
+        future_warnings = [w for w in caught if issubclass(w.category, FutureWarning)]
+        self.assertEqual(len(future_warnings), 1)
+        message = str(future_warnings[0].message)
+        for expected in (f"crop({argument})", "5.15", "5.20", "crop(-k)", "crop(-cache.get_seq_length())"):
+            self.assertIn(expected, message)
+        # Attributed to the line that called `crop`, so that Python shows it once per call site
+        self.assertEqual(future_warnings[0].filename, __file__)
+
+    def test_encoder_decoder_absolute_crop_warns_at_the_caller(self):
+        cache = EncoderDecoderCache(self._cache(), DynamicCache())
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            cache.crop(0)
+        self.assertEqual([w.filename for w in caught if issubclass(w.category, FutureWarning)], [__file__])
+        self.assertEqual(cache.get_seq_length(), 0)
+
+    @parameterized.expand([(-1,), (-3,), (-5,)])
+    def test_negative_crop_does_not_warn(self, argument):
+        cache = self._cache()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            cache.crop(argument)
+
+    @parameterized.expand(
+        [
+            ("python_int", lambda value: value),
+            ("numpy_int", lambda value: __import__("numpy").int64(value)),
+            ("tensor_int64", lambda value: torch.tensor(value)),
+            ("tensor_int32", lambda value: torch.tensor(value, dtype=torch.int32)),
+        ]
+    )
+    def test_integer_like_arguments(self, _, make_argument):
+        # `generate` passes 0-d integer tensors
+        cache = self._cache(num_tokens=5)
+        cache.crop(make_argument(-2))
+        self.assertEqual(cache.get_seq_length(), 3)
+        cache.crop(make_argument(-9))
+        self.assertEqual(cache.get_seq_length(), 0)
+
+    def test_tokens_to_remove_keyword(self):
+        cache = self._cache(num_tokens=5)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            cache.crop(tokens_to_remove=-2)
+            self.assertEqual(cache.get_seq_length(), 3)
+            # As from transformers 5.15 on, removing 0 tokens removes nothing
+            cache.crop(tokens_to_remove=0)
+            self.assertEqual(cache.get_seq_length(), 3)
+            cache.crop(tokens_to_remove=-9)
+            self.assertEqual(cache.get_seq_length(), 0)
+
+    @parameterized.expand(
+        [
+            ("bool", True, "True"),
+            ("float", -1.0, "-1.0"),
+            ("str", "-1", "'-1'"),
+            ("none", None, "None"),
+            ("multi_element_tensor", torch.tensor([-1, -2]) if is_torch_available() else None, "shape (2,)"),
+            ("one_element_tensor", torch.tensor([-1]) if is_torch_available() else None, "shape (1,)"),
+            ("bool_tensor", torch.tensor(True) if is_torch_available() else None, "tensor(True)"),
+            ("float_tensor", torch.tensor(-1.0) if is_torch_available() else None, "tensor(-1.)"),
+        ]
+    )
+    def test_wrong_argument_types_raise(self, _, argument, described_as):
+        cache = self._cache()
+        before = _snapshot(cache)
+        with self.assertRaises(TypeError) as context:
+            cache.crop(argument)
+        self.assertIn(described_as, str(context.exception))
+        self.assertEqual(cache.get_seq_length(), 3)
+        torch.testing.assert_close(_snapshot(cache)[0][0], before[0][0], rtol=0, atol=0)
+
+    def test_both_arguments_raise(self):
+        with self.assertRaisesRegex(TypeError, "only one"):
+            self._cache().crop(-1, tokens_to_remove=-1)
+
+
+@require_torch
+class CropErrorsTest(unittest.TestCase):
+    """Crops that cannot be honoured raise a clear error, and leave every layer of the cache unchanged."""
+
+    def _sliding_cache_beyond_window(self):
+        cache = Cache(layers=[DynamicLayer(), DynamicSlidingWindowLayer(sliding_window=SMALL_WINDOW)])
+        for layer_idx in range(2):
+            _fill(cache, 6, step=1, layer_idx=layer_idx)
+        return cache
+
+    @parameterized.expand([(-1,), (-3,), (2,)])
+    def test_partial_crop_beyond_sliding_window_raises_and_changes_nothing(self, argument):
+        cache = self._sliding_cache_beyond_window()
+        before = _snapshot(cache)
+
+        with self.assertRaises(ValueError) as context:
+            _crop_quietly(cache, argument)
+        message = str(context.exception)
+        self.assertIn("DynamicSlidingWindowLayer", message)
+        self.assertIn("crop(-cache.get_seq_length())", message)
+
+        # The full-attention layer, checked first, was not cropped either
+        after = _snapshot(cache)
+        for (tensors_before, length_before), (tensors_after, length_after) in zip(before, after):
+            self.assertEqual(length_before, length_after)
+            for tensor_before, tensor_after in zip(tensors_before, tensors_after):
+                if tensor_before is not None:
+                    torch.testing.assert_close(tensor_after, tensor_before, rtol=0, atol=0)
+
+    def test_crop_that_removes_nothing_beyond_sliding_window_is_allowed(self):
+        cache = self._sliding_cache_beyond_window()
+        _crop_quietly(cache, 10)
+        self.assertEqual(cache.layers[1].get_seq_length(), 6)
+
+    def test_layer_without_crop_raises_before_changing_anything(self):
+        cache = Cache(layers=[DynamicLayer(), StaticLayer(max_cache_len=8)])
+        for layer_idx in range(2):
+            _fill(cache, 3, layer_idx=layer_idx)
+
+        with self.assertRaises(NotImplementedError) as context:
+            cache.crop(-1)
+        self.assertIn("StaticLayer", str(context.exception))
+        self.assertIn("DynamicCache", str(context.exception))
+        self.assertEqual(cache.layers[0].get_seq_length(), 3)
