@@ -14,4 +14,5 @@ UPSTREAM_FINGERPRINTS: dict[str, frozenset[str]] = {
     "transformers.generation.candidate_generator.AssistedCandidateGenerator._update_past_and_masks": frozenset(
         {"8fbfdda003628960"}
     ),
+    "transformers.models.pi0.modeling_pi0.PI0ForConditionalGeneration.sample_actions": frozenset({"a44420943ba3f954"}),
 }

@@ -9,14 +9,20 @@ upstream's file) and, for methods, with its `__class__` cell pointing at the ups
 
 from __future__ import annotations
 
+import ast
 import dis
+import functools
 import hashlib
 import importlib
+import importlib.abc
+import importlib.util
 import inspect
 import pkgutil
+import sys
 import textwrap
 import threading
 import types
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -71,30 +77,48 @@ class Status:
     transformers_version: str
     supported: bool
     patches: tuple[str, ...]
+    pending_modules: tuple[str, ...] = ()  # patched when transformers imports them
 
 
 _lock = threading.RLock()
-_patches: tuple[Patch, ...] | None = None  # built once: the originals are recorded from the pristine classes
+# One plan per upstream module, built once: the originals are recorded from the pristine classes, never re-stashed
+_plans: dict[str, tuple[Patch, ...]] = {}
+_installed: list[str] = []  # upstream modules patched, in order
 _active = False
 
 
 def apply() -> None:
-    """Install the fix. Idempotent; raises `UnsupportedTransformersError` (changing nothing) outside 5.14.x."""
+    """
+    Install the fix. Idempotent. Outside transformers 5.14.x, or if a replaced method differs from the source the
+    fix was written for, raises `UnsupportedTransformersError` and changes nothing.
+
+    Model modules (`overlay/models/...`) are patched when transformers imports them, so that applying the fix does not
+    import every model it touches.
+    """
     global _active
     with _lock:
         if _active:
             return
-        patches = _get_patches()
-        installed: list[Patch] = []
+        _check_version()
+        eager = [name for name in _overlay_modules() if _is_eager(name)]
+        plans = {name: _get_plan(name) for name in eager}
+        installed = []
         try:
-            for patch in patches:
-                _set(patch.owner, patch.name, patch.replacement)
-                installed.append(patch)
+            for name, plan in plans.items():
+                _install(plan)
+                installed.append(name)
+            _active = True
+            for name in _overlay_modules():
+                if name not in plans and _upstream_name(name) in sys.modules:
+                    _install(_get_plan(name))
+                    installed.append(name)
         except BaseException:
-            for patch in reversed(installed):
-                _restore(patch)
+            for name in reversed(installed):
+                _uninstall(_plans[name])
+            _active = False
             raise
-        _active = True
+        _installed[:] = installed
+        _post_import_hook.install()
 
 
 def revert() -> None:
@@ -103,8 +127,10 @@ def revert() -> None:
     with _lock:
         if not _active:
             return
-        for patch in reversed(_patches or ()):
-            _restore(patch)
+        _post_import_hook.uninstall()
+        for name in reversed(_installed):
+            _uninstall(_plans[name])
+        _installed.clear()
         _active = False
 
 
@@ -116,11 +142,15 @@ def status() -> Status:
     import transformers
 
     version = transformers.__version__
+    patches = [patch for name in _installed for patch in _plans[name]]
     return Status(
         active=_active,
         transformers_version=version,
         supported=is_supported_version(version),
-        patches=tuple(patch.qualname for patch in _patches or ()),
+        patches=tuple(patch.qualname for patch in patches),
+        pending_modules=tuple(_upstream_name(name) for name in _overlay_modules() if name not in _installed)
+        if _active
+        else (),
     )
 
 
@@ -137,22 +167,15 @@ def source_fingerprint(obj: object) -> str:
 
 def installed_fingerprints() -> dict[str, str]:
     """The fingerprints of the installed upstream methods that the overlay replaces (to update `fingerprints.py`)."""
-    patches = _patches if _patches is not None else tuple(_plan())
-    return {
-        patch.qualname: source_fingerprint(patch.original)
-        for patch in patches
-        if isinstance(patch.owner, type) and not patch.is_addition
-    }
-
-
-def _get_patches() -> tuple[Patch, ...]:
-    global _patches
-    if _patches is None:
-        _check_version()
-        patches = tuple(_plan())
-        _check_fingerprints(patches)
-        _patches = patches
-    return _patches
+    fingerprints = {}
+    for name in _overlay_modules():
+        # Import first: if the fix is active, the import hook records the pristine originals in `_plans`
+        importlib.import_module(_upstream_name(name))
+        patches = _plans.get(name) or tuple(_plan(name))
+        for patch in patches:
+            if isinstance(patch.owner, type) and not patch.is_addition:
+                fingerprints[patch.qualname] = source_fingerprint(patch.original)
+    return fingerprints
 
 
 def _check_version() -> None:
@@ -164,6 +187,30 @@ def _check_version() -> None:
             "installed; nothing was patched. transformers 5.15+ has its own `crop(tokens_to_remove)` semantics: "
             "uninstall cache_crop_fix there."
         )
+
+
+def _get_plan(name: str) -> tuple[Patch, ...]:
+    if name not in _plans:
+        plan = tuple(_plan(name))
+        _check_fingerprints(plan)
+        _plans[name] = plan
+    return _plans[name]
+
+
+def _install(plan: tuple[Patch, ...]) -> None:
+    done: list[Patch] = []
+    try:
+        for patch in plan:
+            _set(patch.owner, patch.name, patch.replacement)
+            done.append(patch)
+    except BaseException:
+        _uninstall(tuple(done))
+        raise
+
+
+def _uninstall(plan: tuple[Patch, ...]) -> None:
+    for patch in reversed(plan):
+        _restore(patch)
 
 
 def _check_fingerprints(patches: tuple[Patch, ...]) -> None:
@@ -187,41 +234,43 @@ def _check_fingerprints(patches: tuple[Patch, ...]) -> None:
         )
 
 
-def _iter_overlay_modules() -> Iterator[tuple[types.ModuleType, types.ModuleType]]:
-    """Yields (overlay module, upstream module) pairs, importing both."""
+@functools.cache
+def _overlay_modules() -> tuple[str, ...]:
+    """The overlay's module names relative to the overlay package, e.g. `cache_utils`, `models.pi0.modeling_pi0`."""
     prefix = overlay.__name__ + "."
-    for info in pkgutil.walk_packages(overlay.__path__, prefix):
-        if info.ispkg:
-            continue
-        ours = importlib.import_module(info.name)
-        upstream = importlib.import_module(_UPSTREAM_PACKAGE + "." + info.name[len(prefix) :])
-        yield ours, upstream
+    infos = pkgutil.walk_packages(overlay.__path__, prefix)
+    return tuple(info.name[len(prefix) :] for info in infos if not info.ispkg)
 
 
-def _plan() -> Iterator[Patch]:
-    for ours, upstream in _iter_overlay_modules():
-        helpers = [value for value in vars(ours).values() if _is_own_function(value, ours)]
-        classes = [
-            value for value in vars(ours).values() if isinstance(value, type) and value.__module__ == ours.__name__
-        ]
-        functions = list(helpers)
-        for helper in helpers:
-            yield Patch(
-                upstream,
-                helper.__name__,
-                _rebind(helper, upstream, None),
-                vars(upstream).get(helper.__name__, MISSING),
-            )
-        for cls in classes:
-            target = getattr(upstream, cls.__name__, None)
-            if not isinstance(target, type):
-                raise UnsupportedTransformersError(f"{upstream.__name__}.{cls.__name__} is not a class upstream.")
-            for name, value in vars(cls).items():
-                if name in _CLASS_BOOKKEEPING:
-                    continue
-                functions.append(_unwrap(value))
-                yield Patch(target, name, _rebind(value, upstream, target), vars(target).get(name, MISSING))
-        yield from _plan_globals(functions, ours, upstream)
+def _upstream_name(name: str) -> str:
+    return f"{_UPSTREAM_PACKAGE}.{name}"
+
+
+def _is_eager(name: str) -> bool:
+    # Model modules are heavy to import: they are patched when transformers imports them
+    return not name.startswith("models.")
+
+
+def _plan(name: str) -> Iterator[Patch]:
+    ours = importlib.import_module(f"{overlay.__name__}.{name}")
+    upstream = importlib.import_module(_upstream_name(name))
+    helpers = [value for value in vars(ours).values() if _is_own_function(value, ours)]
+    classes = [value for value in vars(ours).values() if isinstance(value, type) and value.__module__ == ours.__name__]
+    functions = list(helpers)
+    for helper in helpers:
+        original = vars(upstream).get(helper.__name__, MISSING)
+        yield Patch(upstream, helper.__name__, _rebind(helper, upstream, None), original)
+    for cls in classes:
+        target = getattr(upstream, cls.__name__, None)
+        if not isinstance(target, type):
+            raise UnsupportedTransformersError(f"{upstream.__name__}.{cls.__name__} is not a class upstream.")
+        for attribute, value in vars(cls).items():
+            if attribute in _CLASS_BOOKKEEPING:
+                continue
+            functions.append(inspect.unwrap(_unwrap(value)))
+            original = vars(target).get(attribute, MISSING)
+            yield Patch(target, attribute, _rebind(value, upstream, target), original)
+    yield from _plan_globals(functions, ours, upstream)
 
 
 def _plan_globals(
@@ -280,6 +329,9 @@ def _rebind(value: object, module: types.ModuleType, owner: type | None) -> obje
         parts = (value.fget, value.fset, value.fdel)
         return property(*(part and _rebind(part, module, owner) for part in parts), value.__doc__)
     function = _unwrap(value)
+    inner = inspect.unwrap(function)
+    if inner is not function:
+        return _redecorate(function, _rebind(inner, module, owner), module)
     closure = function.__closure__
     if closure is not None:
         # Zero-argument `super()` reads the `__class__` cell: make it the upstream class
@@ -294,6 +346,14 @@ def _rebind(value: object, module: types.ModuleType, owner: type | None) -> obje
     new.__module__ = module.__name__
     new.__qualname__ = f"{owner.__qualname__}.{function.__name__}" if owner is not None else function.__name__
     return new
+
+
+def _redecorate(decorated: types.FunctionType, function: types.FunctionType, module: types.ModuleType) -> object:
+    """Re-applies the decorators of an overlay function to its rebound version, evaluating them in `module`."""
+    definition = ast.parse(textwrap.dedent(inspect.getsource(decorated))).body[0]
+    for decorator in reversed(definition.decorator_list):
+        function = eval(compile(ast.Expression(decorator), "<overlay decorator>", "eval"), vars(module))(function)
+    return function
 
 
 def _set(owner: type | types.ModuleType, name: str, value: object) -> None:
@@ -311,3 +371,64 @@ def _restore(patch: Patch) -> None:
             delattr(patch.owner, patch.name)
     else:
         _set(patch.owner, patch.name, patch.original)
+
+
+class _PostImportHook(importlib.abc.MetaPathFinder):
+    """While the fix is active, patches an overlay's lazily patched module right after transformers imports it."""
+
+    def __init__(self) -> None:
+        self._finding: set[str] = set()
+
+    def install(self) -> None:
+        if self not in sys.meta_path:
+            sys.meta_path.insert(0, self)
+
+    def uninstall(self) -> None:
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+
+    def find_spec(self, fullname, path, target=None):
+        prefix = _UPSTREAM_PACKAGE + "."
+        name = fullname[len(prefix) :] if fullname.startswith(prefix) else None
+        if name not in _overlay_modules() or name in _installed or fullname in self._finding:
+            return None
+        self._finding.add(fullname)
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self._finding.discard(fullname)
+        if spec is None or spec.loader is None:
+            return None
+        spec.loader = _PatchingLoader(spec.loader, name)
+        return spec
+
+
+class _PatchingLoader(importlib.abc.Loader):
+    def __init__(self, loader: importlib.abc.Loader, name: str) -> None:
+        self._loader = loader
+        self._name = name
+
+    def __getattr__(self, attribute: str) -> object:
+        # `get_source`, `get_filename`, ... of the real loader
+        return getattr(self._loader, attribute)
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        self._loader.exec_module(module)
+        with _lock:
+            if not _active or self._name in _installed:
+                return
+            try:
+                _install(_get_plan(self._name))
+            except UnsupportedTransformersError as error:
+                # Failing the user's import would be worse than leaving this one module stock
+                warnings.warn(
+                    f"cache_crop_fix left {module.__name__} unpatched: {error}", RuntimeWarning, stacklevel=2
+                )
+                return
+            _installed.append(self._name)
+
+
+_post_import_hook = _PostImportHook()
