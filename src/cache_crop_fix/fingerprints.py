@@ -11,6 +11,9 @@ UPSTREAM_FINGERPRINTS: dict[str, frozenset[str]] = {
     "transformers.cache_utils.DynamicLayer.crop": frozenset({"f733554ffaaab390"}),
     "transformers.cache_utils.DynamicSlidingWindowLayer.crop": frozenset({"a233961b69f230fd"}),
     "transformers.cache_utils.EncoderDecoderCache.crop": frozenset({"7a371cf940291c93"}),
+    "transformers.cache_utils.LinearAttentionAndFullAttentionLayer.crop": frozenset({"108f6e160ad75d46"}),
+    "transformers.cache_utils.LinearAttentionAndSlidingWindowAttentionLayer.crop": frozenset({"fc1ffb404f8217cd"}),
+    "transformers.cache_utils.LinearAttentionCacheLayerMixin.crop": frozenset({"250ff98eeedf0119"}),
     "transformers.generation.candidate_generator.AssistedCandidateGenerator._update_past_and_masks": frozenset(
         {"8fbfdda003628960"}
     ),

@@ -30,8 +30,8 @@ if is_torch_available():
         DynamicIndexedLayer,
         DynamicLayer,
         DynamicSlidingWindowLayer,
+        LinearAttentionLayer,
         MtpCache,
-        StaticLayer,
     )
 
 
@@ -92,7 +92,7 @@ def _snapshot(cache):
     """A copy of everything a crop may change, to check that a failing crop leaves the cache bit-identical."""
     state = []
     for layer in cache.layers:
-        tensors = [layer.keys, layer.values, getattr(layer, "indexer_keys", None)]
+        tensors = [getattr(layer, name, None) for name in ("keys", "values", "indexer_keys")]
         state.append(
             ([t.clone() if t is not None else None for t in tensors], getattr(layer, "cumulative_length", None))
         )
@@ -323,13 +323,26 @@ class CropErrorsTest(unittest.TestCase):
         _crop_quietly(cache, 10)
         self.assertEqual(cache.layers[1].get_seq_length(), 6)
 
-    def test_layer_without_crop_raises_before_changing_anything(self):
-        cache = Cache(layers=[DynamicLayer(), StaticLayer(max_cache_len=8)])
-        for layer_idx in range(2):
-            _fill(cache, 3, layer_idx=layer_idx)
+    def test_layer_that_cannot_roll_back_raises_before_changing_anything(self):
+        # Recurrent states summarize every past token: they can be reset, but not rolled back by a few tokens
+        linear_layer = LinearAttentionLayer()
+        linear_layer.activate_past_recording()
+        linear_layer.update_conv_state(torch.ones(1, 2, 6), conv_kernel_size=4)
+        linear_layer.update_recurrent_state(torch.ones(1, 2, 3))
+        cache = Cache(layers=[DynamicLayer(), linear_layer])
+        _fill(cache, 3)
+        before = _snapshot(cache)[0][0]
 
-        with self.assertRaises(NotImplementedError) as context:
+        with self.assertRaises(RuntimeError) as context:
             cache.crop(-1)
-        self.assertIn("StaticLayer", str(context.exception))
-        self.assertIn("DynamicCache", str(context.exception))
+        self.assertIn("LinearAttentionLayer", str(context.exception))
+        self.assertIn("crop(-cache.get_seq_length())", str(context.exception))
         self.assertEqual(cache.layers[0].get_seq_length(), 3)
+        torch.testing.assert_close(_snapshot(cache)[0][0], before, rtol=0, atol=0)
+        self.assertEqual(linear_layer.conv_states[0].shape[-1], 6)
+
+        # A full rollback resets them
+        cache.crop(-3)
+        self.assertEqual(cache.get_seq_length(), 0)
+        self.assertFalse(linear_layer.has_previous_state[0])
+        self.assertEqual(linear_layer.recurrent_states[0].abs().sum().item(), 0)

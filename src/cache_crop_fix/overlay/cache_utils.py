@@ -165,35 +165,179 @@ class DynamicIndexedLayer:
             self.indexer_keys = self.indexer_keys[:, :new_length, :]
 
 
-class QuantizedLayer:
+class StaticLayer:
     def _check_crop(self, max_length: int) -> None:
-        """Quantized layers do not support `crop` yet: their quantized states cannot be cut back token by token."""
-        raise NotImplementedError(
-            f"`{self.__class__.__name__}` does not support `crop` yet: its quantized states would not be rolled back. "
-            "Use a `DynamicCache` to roll back cached tokens."
-        )
+        """Static layers keep every token they have seen in their preallocated tensors, so they can always be cropped."""
+
+    def crop(self, max_length: int) -> None:
+        """
+        Crop the cached key and value states by rewinding the write position. The freed slots are zeroed, so that the
+        layer holds exactly what a fresh layer holding the kept tokens would. All changes are in-place, to keep the
+        static tensor addresses.
+
+        Args:
+            max_length (`int`):
+                If negative, the number of trailing tokens to remove: removing at least the current length empties
+                the layer. Otherwise, the absolute number of tokens to keep (`0` empties the layer).
+        """
+        self._check_crop(max_length)
+        seq_length = int(self.get_seq_length())
+        new_length = _get_crop_length(max_length, seq_length)
+        if new_length >= seq_length:
+            return
+
+        self.keys[:, :, new_length:seq_length].zero_()
+        self.values[:, :, new_length:seq_length].zero_()
+        self.cumulative_length.fill_(new_length)
+
+
+class StaticSlidingWindowLayer:
+    def _check_crop(self, max_length: int) -> None:
+        """
+        Raises an error if `crop(max_length)` needs states that the sliding window already overwrote. A full rollback
+        is always possible, since nothing needs to be kept.
+        """
+        seq_length = self.get_seq_length()
+        new_length = _get_crop_length(max_length, seq_length)
+        if 0 < new_length < seq_length and seq_length > self.max_cache_len:
+            raise ValueError(
+                f"Cannot crop a `{self.__class__.__name__}` to {new_length} tokens: it has seen {seq_length} tokens, "
+                f"more than its window of {self.max_cache_len}, so the states to keep were already overwritten. Only "
+                "a full rollback (`crop(-cache.get_seq_length())`) is possible now. Use a `DynamicCache` to roll "
+                "back tokens within the window."
+            )
+
+    def crop(self, max_length: int) -> None:
+        """
+        Crop the cached key and value states by rewinding the write position, as long as no token was overwritten yet.
+
+        Args:
+            max_length (`int`):
+                If negative, the number of trailing tokens to remove: removing at least the current length empties
+                the layer. Otherwise, the absolute number of tokens to keep (`0` empties the layer).
+        """
+        new_length = _get_crop_length(max_length, self.get_seq_length())
+        super().crop(max_length)
+        self.cumulative_length_int = min(self.cumulative_length_int, new_length)
+
+
+class StaticIndexedLayer:
+    def crop(self, max_length: int) -> None:
+        """
+        Crop the cached key and value states, and the indexer keys with them, by rewinding their write positions.
+
+        Args:
+            max_length (`int`):
+                If negative, the number of trailing tokens to remove: removing at least the current length empties
+                the layer. Otherwise, the absolute number of tokens to keep (`0` empties the layer).
+        """
+        new_length = _get_crop_length(max_length, int(self.get_seq_length()))
+        super().crop(max_length)
+        indexer_length = int(self.indexer_cumulative_length)
+        if self.is_indexer_initialized and indexer_length > new_length:
+            self.indexer_keys[:, new_length:indexer_length].zero_()
+            self.indexer_cumulative_length.fill_(new_length)
+
+
+class QuantizedLayer:
+    def crop(self, max_length: int) -> None:
+        """
+        Crop both the quantized and the residual (original precision) parts of the cache. Tokens removed from the
+        residual part are simply dropped; when tokens of the quantized part must go, the kept ones are dequantized
+        and quantized again (which may change them by the quantization error, as any re-quantization would), and the
+        residual part is emptied. A full rollback leaves the layer as if it had never been updated.
+
+        Args:
+            max_length (`int`):
+                If negative, the number of trailing tokens to remove: removing at least the current length empties
+                the layer. Otherwise, the absolute number of tokens to keep (`0` empties the layer).
+        """
+        seq_length = self.get_seq_length()
+        new_length = _get_crop_length(max_length, seq_length)
+        if new_length >= seq_length:
+            return
+
+        self.cumulative_length = new_length
+        if new_length == 0:
+            # The next `update` quantizes its states from scratch, exactly as on a new layer
+            self.keys, self.values, self.is_initialized = None, None, False
+            del self._quantized_keys, self._quantized_values
+            return
+
+        residual_length = self.keys.shape[-2] if self.keys.dim() == 4 else 0
+        quantized_length = seq_length - residual_length
+        if new_length >= quantized_length:
+            self.keys = self.keys[..., : new_length - quantized_length, :]
+            self.values = self.values[..., : new_length - quantized_length, :]
+            return
+
+        kept_keys = self._dequantize(self._quantized_keys)[..., :new_length, :]
+        kept_values = self._dequantize(self._quantized_values)[..., :new_length, :]
+        self.keys = torch.tensor([], dtype=kept_keys.dtype, device=kept_keys.device)
+        self.values = torch.tensor([], dtype=kept_keys.dtype, device=kept_keys.device)
+        self._quantized_keys = self._quantize(kept_keys.contiguous(), axis=self.axis_key)
+        self._quantized_values = self._quantize(kept_values.contiguous(), axis=self.axis_value)
 
 
 class LinearAttentionCacheLayerMixin:
     def _check_crop(self, max_length: int) -> None:
         """
-        Raises an error if `crop(max_length)` cannot be honoured by the linear attention states of this layer. It is
-        called on every layer of a [`Cache`] before any of them is cropped, so it must not change anything.
+        Raises an error if the linear attention states of this layer cannot be rolled back exactly by
+        `crop(max_length)`. Only conv states can be rolled back, by the tokens recorded since
+        `activate_past_recording()`; recurrent states summarize every past token, so only a full rollback is possible
+        once they exist. It is called on every layer of a [`Cache`] before any of them is cropped, so it must not
+        change anything.
 
         Args:
             max_length (`int`):
-                The (already validated) argument of [`Cache.crop`].
+                `0` for a full rollback, otherwise the negative number of tokens to remove (see [`Cache.crop`]).
         """
-        if not self.record_past:
-            raise RuntimeError(
-                f"Cannot crop a `{self.__class__.__name__}`: it does not track past states. Call "
-                "`cache.activate_past_recording()` before the tokens to roll back are added."
-            )
+        if max_length == 0:
+            return
+        layer_name = self.__class__.__name__
         if max_length > 0:
-            raise RuntimeError(
-                f"`{self.__class__.__name__}` can only be cropped with a negative value, the number of tokens to "
-                "remove (e.g. `crop(-k)`)."
+            raise ValueError(
+                f"`{layer_name}` has no sequence length, so it cannot be cropped to an absolute length: use `crop(-k)` "
+                "to remove the last k tokens."
             )
+        if any(self.is_recurrent_states_initialized.values()):
+            raise RuntimeError(
+                f"Cannot remove {-max_length} token(s) from a `{layer_name}`: its recurrent states summarize every past "
+                "token and cannot be rolled back exactly. Only a full rollback (`crop(-cache.get_seq_length())`) is "
+                "possible."
+            )
+        if any(self.is_conv_states_initialized.values()) and not self.record_past:
+            raise RuntimeError(
+                f"Cannot remove {-max_length} token(s) from a `{layer_name}`: it does not record its past conv states. "
+                "Call `cache.activate_past_recording()` before the tokens to roll back are added."
+            )
+        for state_idx, is_initialized in self.is_conv_states_initialized.items():
+            recorded_tokens = self.conv_states[state_idx].shape[-1] - self.conv_kernel_size[state_idx]
+            if is_initialized and recorded_tokens < -max_length:
+                raise RuntimeError(
+                    f"Cannot remove {-max_length} token(s) from a `{layer_name}`: only {max(recorded_tokens, 0)} past "
+                    "token(s) of its conv states were recorded."
+                )
+
+    def crop(self, tokens_to_remove: int) -> None:
+        """
+        Roll back the linear attention states. A full rollback resets them; removing tokens keeps the
+        `conv_kernel_size` conv states that precede them.
+
+        Args:
+            tokens_to_remove (`int`):
+                `0` for a full rollback, otherwise the negative number of tokens to remove.
+        """
+        LinearAttentionCacheLayerMixin._check_crop(self, tokens_to_remove)
+        if tokens_to_remove == 0:
+            LinearAttentionCacheLayerMixin.reset(self)
+            return
+        for state_idx, is_initialized in self.is_conv_states_initialized.items():
+            if is_initialized:
+                kernel_size = self.conv_kernel_size[state_idx]
+                self.conv_states[state_idx] = self.conv_states[state_idx][
+                    ..., tokens_to_remove - kernel_size : tokens_to_remove
+                ]
 
 
 class LinearAttentionAndFullAttentionLayer:
@@ -202,12 +346,50 @@ class LinearAttentionAndFullAttentionLayer:
         LinearAttentionLayer._check_crop(self, max_length)
         DynamicLayer._check_crop(self, max_length)
 
+    def crop(self, max_length: int) -> None:
+        self._check_crop(max_length)
+        # The attention part first: its `crop` checks the whole layer again, which needs the linear part untouched
+        DynamicLayer.crop(self, max_length)
+        LinearAttentionLayer.crop(self, max_length)
+
 
 class LinearAttentionAndSlidingWindowAttentionLayer:
     def _check_crop(self, max_length: int) -> None:
         """Checks both the linear attention and the attention parts, so that neither is cropped if one cannot be."""
         LinearAttentionLayer._check_crop(self, max_length)
         DynamicSlidingWindowLayer._check_crop(self, max_length)
+
+    def crop(self, max_length: int) -> None:
+        self._check_crop(max_length)
+        # The attention part first: its `crop` checks the whole layer again, which needs the linear part untouched
+        DynamicSlidingWindowLayer.crop(self, max_length)
+        LinearAttentionLayer.crop(self, max_length)
+
+
+class LinearAttentionAndStaticFullAttentionLayer:
+    def _check_crop(self, max_length: int) -> None:
+        """Checks both the linear attention and the attention parts, so that neither is cropped if one cannot be."""
+        LinearAttentionLayer._check_crop(self, max_length)
+        StaticLayer._check_crop(self, max_length)
+
+    def crop(self, max_length: int) -> None:
+        self._check_crop(max_length)
+        # The attention part first: its `crop` checks the whole layer again, which needs the linear part untouched
+        StaticLayer.crop(self, max_length)
+        LinearAttentionLayer.crop(self, max_length)
+
+
+class LinearAttentionAndStaticSlidingWindowAttentionLayer:
+    def _check_crop(self, max_length: int) -> None:
+        """Checks both the linear attention and the attention parts, so that neither is cropped if one cannot be."""
+        LinearAttentionLayer._check_crop(self, max_length)
+        StaticSlidingWindowLayer._check_crop(self, max_length)
+
+    def crop(self, max_length: int) -> None:
+        self._check_crop(max_length)
+        # The attention part first: its `crop` checks the whole layer again, which needs the linear part untouched
+        StaticSlidingWindowLayer.crop(self, max_length)
+        LinearAttentionLayer.crop(self, max_length)
 
 
 class Cache:
@@ -233,11 +415,38 @@ class Cache:
             self._crop(max_length)
 
     def _crop(self, max_length: int) -> None:
-        """Crop every layer with an already validated `max_length`, after checking that all of them can be cropped."""
+        """
+        Crop every layer with an already validated `max_length`, after checking that all of them can be cropped.
+
+        The meaning of the argument is decided once, here, for the whole cache: every layer receives either `0` (a full
+        rollback, also when at least the cached length is removed) or the negative number of tokens to remove. Layers
+        whose cached states are not a list of tokens (linear attention) can then honour it like the others.
+        """
+        if len(self.layers) == 0:
+            return
+        seq_length = self._get_crop_seq_length()
+        if max_length > 0 and seq_length is None:
+            raise ValueError(
+                "This cache only holds linear attention layers, which have no sequence length: use `crop(-k)` to "
+                "remove the last k tokens instead of cropping to an absolute length."
+            )
+        if seq_length is not None:
+            new_length = _get_crop_length(max_length, seq_length)
+            if new_length >= seq_length and seq_length > 0:
+                return
+            max_length = new_length - seq_length if new_length > 0 else 0
+
         for layer in self.layers:
             layer._check_crop(max_length)
         for layer in self.layers:
             layer.crop(max_length)
+
+    def _get_crop_seq_length(self) -> int | None:
+        """The sequence length `crop` works with: the one of the first attention layer, or `None` if there is none."""
+        for layer in self.layers:
+            if isinstance(layer, CacheLayerMixin):
+                return int(layer.get_seq_length())
+        return None
 
 
 class EncoderDecoderCache:
