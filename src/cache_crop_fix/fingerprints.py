@@ -17,5 +17,9 @@ UPSTREAM_FINGERPRINTS: dict[str, frozenset[str]] = {
     "transformers.generation.candidate_generator.AssistedCandidateGenerator._update_past_and_masks": frozenset(
         {"8fbfdda003628960"}
     ),
+    "transformers.models.minimax.modeling_minimax.MiniMaxCache.crop": frozenset({"0da72794b2e1ed9b"}),
+    "transformers.models.minimax_m3_vl.modeling_minimax_m3_vl.MiniMaxM3VLSparseCacheLayer.crop": frozenset(
+        {"dc74aa3f977f0ca4"}
+    ),
     "transformers.models.pi0.modeling_pi0.PI0ForConditionalGeneration.sample_actions": frozenset({"a44420943ba3f954"}),
 }

@@ -289,7 +289,8 @@ def _plan_globals(
     for name in sorted(needed - helper_names):
         if name in vars(upstream) or name in builtins:
             continue
-        if name in vars(ours) and isinstance(vars(ours)[name], types.ModuleType):
+        if name in vars(ours):
+            # Imported by the overlay (e.g. `import warnings`): the upstream module needs the same import
             yield Patch(upstream, name, vars(ours)[name], MISSING)
             continue
         raise UnsupportedTransformersError(

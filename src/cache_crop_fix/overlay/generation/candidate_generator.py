@@ -27,7 +27,13 @@ class AssistedCandidateGenerator:
             tokens_to_remove = past_key_values.get_seq_length() - new_cache_size
             # Only crop when there is something to remove: `crop(-0)` would empty the cache
             if tokens_to_remove > 0:
-                past_key_values.crop(-tokens_to_remove)
+                try:
+                    past_key_values.crop(-tokens_to_remove)
+                except (ValueError, RuntimeError):
+                    # Some assistant caches cannot roll back a few tokens (e.g. linear attention recurrent states, or a
+                    # sliding window that moved on). A failed crop changes nothing, so start over: the assistant then
+                    # encodes the whole sequence again, which is slower but exact.
+                    past_key_values.crop(-past_key_values.get_seq_length())
             self.assistant_kwargs = _prepare_attention_mask(
                 self.assistant_kwargs, input_ids.shape[-1], self.assistant_model.config.is_encoder_decoder
             )
