@@ -415,15 +415,23 @@ class Cache:
             self._crop(max_length)
 
     def _crop(self, max_length: int) -> None:
+        """Crop every layer with an already validated `max_length`, after checking that all of them can be cropped."""
+        layer_max_length = self._check_crop(max_length)
+        if layer_max_length is not None:
+            for layer in self.layers:
+                layer.crop(layer_max_length)
+
+    def _check_crop(self, max_length: int) -> int | None:
         """
-        Crop every layer with an already validated `max_length`, after checking that all of them can be cropped.
+        Raises an error, without changing anything, if some layer cannot honour `crop(max_length)`. Otherwise, returns
+        the argument every layer must be cropped with, or `None` if there is nothing to remove.
 
         The meaning of the argument is decided once, here, for the whole cache: every layer receives either `0` (a full
         rollback, also when at least the cached length is removed) or the negative number of tokens to remove. Layers
         whose cached states are not a list of tokens (linear attention) can then honour it like the others.
         """
         if len(self.layers) == 0:
-            return
+            return None
         seq_length = self._get_crop_seq_length()
         if max_length > 0 and seq_length is None:
             raise ValueError(
@@ -433,13 +441,12 @@ class Cache:
         if seq_length is not None:
             new_length = _get_crop_length(max_length, seq_length)
             if new_length >= seq_length and seq_length > 0:
-                return
+                return None
             max_length = new_length - seq_length if new_length > 0 else 0
 
         for layer in self.layers:
             layer._check_crop(max_length)
-        for layer in self.layers:
-            layer.crop(max_length)
+        return max_length
 
     def _get_crop_seq_length(self) -> int | None:
         """The sequence length `crop` works with: the one of the first attention layer, or `None` if there is none."""
@@ -466,3 +473,7 @@ class EncoderDecoderCache:
         maximum_length = _check_crop_argument(maximum_length, tokens_to_remove)
         if maximum_length is not None:
             self.self_attention_cache._crop(maximum_length)
+
+    def _check_crop(self, max_length: int) -> int | None:
+        """See [`Cache._check_crop`]: only the self-attention cache is cropped."""
+        return self.self_attention_cache._check_crop(max_length)

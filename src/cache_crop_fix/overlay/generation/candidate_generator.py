@@ -28,12 +28,13 @@ class AssistedCandidateGenerator:
             # Only crop when there is something to remove: `crop(-0)` would empty the cache
             if tokens_to_remove > 0:
                 try:
-                    past_key_values.crop(-tokens_to_remove)
+                    past_key_values._check_crop(-tokens_to_remove)
                 except (ValueError, RuntimeError):
-                    # Some assistant caches cannot roll back a few tokens (e.g. linear attention recurrent states, or a
-                    # sliding window that moved on). A failed crop changes nothing, so start over: the assistant then
-                    # encodes the whole sequence again, which is slower but exact.
-                    past_key_values.crop(-past_key_values.get_seq_length())
+                    # Some assistant caches cannot remove a few tokens (e.g. linear attention recurrent states, or a
+                    # sliding window that moved on): roll them back fully, and the assistant encodes the whole
+                    # sequence again, which is slower but exact
+                    tokens_to_remove = past_key_values.get_seq_length()
+                past_key_values.crop(-tokens_to_remove)
             self.assistant_kwargs = _prepare_attention_mask(
                 self.assistant_kwargs, input_ids.shape[-1], self.assistant_model.config.is_encoder_decoder
             )
