@@ -1,7 +1,6 @@
 # Our version of `crop` for the DeepSeek-V4 compressed attention cache layers
 # (transformers/models/deepseek_v4/modeling_deepseek_v4.py, 5.14.x): the compressor buffers roll back with the sliding
 # window, and a crop that would reopen a window the compressor already closed is refused.
-from transformers.cache_utils import _get_crop_length
 
 
 class DeepseekV4HCACache:
@@ -13,7 +12,7 @@ class DeepseekV4HCACache:
         """
         super()._check_crop(max_length)
         seq_length = self.get_seq_length()
-        new_length = _get_crop_length(max_length, seq_length)
+        new_length = max(seq_length + max_length, 0) if max_length < 0 else min(max_length, seq_length)
         tokens_to_remove = seq_length - new_length
         if new_length == 0 or tokens_to_remove == 0:
             return
@@ -37,8 +36,8 @@ class DeepseekV4HCACache:
                 the layer. Otherwise, the absolute number of tokens to keep (`0` empties the layer).
         """
         seq_length = self.get_seq_length()
-        new_length = _get_crop_length(max_length, seq_length)
         super().crop(max_length)
+        new_length = self.get_seq_length()
         # V4 uses shared-KV MQA: `keys` and `values` are the same tensor
         self.values = self.keys
         if new_length == 0:
