@@ -107,17 +107,15 @@ def apply() -> None:
             for name, plan in plans.items():
                 _install(plan)
                 installed.append(name)
-            _active = True
-            for name in _overlay_modules():
-                if name not in plans and _upstream_name(name) in sys.modules:
-                    _install(_get_plan(name))
-                    installed.append(name)
         except BaseException:
             for name in reversed(installed):
                 _uninstall(_plans[name])
-            _active = False
             raise
         _installed[:] = installed
+        _active = True
+        for name in _overlay_modules():
+            if name not in plans and _upstream_name(name) in sys.modules:
+                _patch_model_module(name)
         _post_import_hook.install()
 
 
@@ -419,17 +417,19 @@ class _PatchingLoader(importlib.abc.Loader):
     def exec_module(self, module: types.ModuleType) -> None:
         self._loader.exec_module(module)
         with _lock:
-            if not _active or self._name in _installed:
-                return
-            try:
-                _install(_get_plan(self._name))
-            except UnsupportedTransformersError as error:
-                # Failing the user's import would be worse than leaving this one module stock
-                warnings.warn(
-                    f"cache_crop_fix left {module.__name__} unpatched: {error}", RuntimeWarning, stacklevel=2
-                )
-                return
-            _installed.append(self._name)
+            if _active and self._name not in _installed:
+                _patch_model_module(self._name)
+
+
+def _patch_model_module(name: str) -> None:
+    """Patches a lazily patched module; if it does not match the fix, warns and leaves only that module stock."""
+    try:
+        _install(_get_plan(name))
+    except UnsupportedTransformersError as error:
+        # Failing the user's import (or the whole fix) would be worse than leaving this one model stock
+        warnings.warn(f"cache_crop_fix left {_upstream_name(name)} unpatched: {error}", RuntimeWarning, stacklevel=2)
+        return
+    _installed.append(name)
 
 
 _post_import_hook = _PostImportHook()
