@@ -312,8 +312,10 @@ class LinearAttentionCacheLayerMixin:
                 "Call `cache.activate_past_recording()` before the tokens to roll back are added."
             )
         for state_idx, is_initialized in self.is_conv_states_initialized.items():
+            if not is_initialized:
+                continue
             recorded_tokens = self.conv_states[state_idx].shape[-1] - self.conv_kernel_size[state_idx]
-            if is_initialized and recorded_tokens < -max_length:
+            if recorded_tokens < -max_length:
                 raise RuntimeError(
                     f"Cannot remove {-max_length} token(s) from a `{layer_name}`: only {max(recorded_tokens, 0)} past "
                     "token(s) of its conv states were recorded."
