@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint style clean
+.PHONY: install test lint style clean branch bench
 
 install: $(STAMP)
 
@@ -28,3 +28,11 @@ style: $(STAMP)
 
 clean:
 	rm -rf build dist .pytest_cache .ruff_cache .hypothesis
+
+# The upstream-style branch `fix-cache-crop` of transformers 5.14.1 with the fix, its patch and PR description
+branch: $(STAMP)
+	$(PY) utils/export_upstream_branch.py
+
+# Cache.crop benchmarks, stock vs fixed (issue 5): writes docs/source/en/benchmarks.md and crop_latency.png
+bench: $(STAMP)
+	$(PY) benchmarks/bench_crop.py

@@ -105,10 +105,8 @@ def _package_of(module_name: str, is_package: bool = False) -> list[str]:
 
 
 def _relative_module(module: str, module_name: str | None) -> str | None:
-    """`module` as upstream writes it from inside `module_name` (relative within transformers), or `None`."""
-    if module_name is None or module.split(".")[0] != UPSTREAM_PACKAGE:
-        return None
-    if module_name.split(".")[0] != UPSTREAM_PACKAGE:
+    """`module` as upstream writes it from inside `module_name` (relative within the same package), or `None`."""
+    if module_name is None or module.split(".")[0] != module_name.split(".")[0]:
         return None
     package = _package_of(module_name)
     parts = module.split(".")
@@ -498,7 +496,9 @@ def transplant(
                 members[positions[0]] = new
                 result.replaced.append(label)
             else:
-                new = method.with_changes(leading_lines=[cst.EmptyLine(), *_comment_lines(method.leading_lines)])
+                new = method.with_changes(
+                    leading_lines=[cst.EmptyLine(indent=False), *_comment_lines(method.leading_lines)]
+                )
                 members.append(new)
                 result.added.append(label)
             transplanted[label] = new
@@ -522,7 +522,11 @@ def transplant(
             body[existing[0]] = new
         else:
             new = helper.with_changes(
-                leading_lines=[cst.EmptyLine(), cst.EmptyLine(), *_comment_lines(helper.leading_lines)]
+                leading_lines=[
+                    cst.EmptyLine(indent=False),
+                    cst.EmptyLine(indent=False),
+                    *_comment_lines(helper.leading_lines),
+                ]
             )
             new_helpers.append(new)
         transplanted[", ".join(names)] = new
@@ -532,8 +536,9 @@ def transplant(
         raise TransplantError(problems, module_name)
 
     module = module.with_changes(body=body)
-    module, result.imports = _add_needed_imports(module, transplanted, overlay.imports, module_name)
-    undefined = _undefined_names(module, transplanted, module_name)
+    accesses = _global_accesses(module, transplanted)
+    module, result.imports = _add_needed_imports(module, accesses, overlay.imports, module_name)
+    undefined = _undefined_names(module, accesses, module_name)
     if undefined:
         raise TransplantError(
             [
@@ -597,28 +602,29 @@ def _is_bound(name: str, bindings: ModuleBindings) -> bool:
 
 
 def _undefined_names(
-    module: cst.Module, roots: Mapping[str, cst.CSTNode], module_name: str | None
+    module: cst.Module, accesses: Sequence[tuple[str, str]], module_name: str | None
 ) -> list[tuple[str, str]]:
+    """The `(label, name)` accesses (from `_global_accesses`) whose name `module` does not bind at run time."""
     bindings = module_bindings(module, module_name)
     if bindings.has_star_import:
         return []  # a star import may bind anything: nothing can be proven missing
-    return [(label, name) for label, name in _global_accesses(module, roots) if not _is_bound(name, bindings)]
+    return [(label, name) for label, name in accesses if not _is_bound(name, bindings)]
 
 
 def _add_needed_imports(
     module: cst.Module,
-    roots: Mapping[str, cst.CSTNode],
+    accesses: Sequence[tuple[str, str]],
     available: Mapping[str, ImportBinding],
     module_name: str | None,
     block_test: str | None = None,
 ) -> tuple[cst.Module, list[str]]:
-    """Adds the imports of `available` that the names used in `roots` need, merged into the module's imports.
+    """Adds the imports of `available` that the `(label, name)` accesses need, merged into the module's imports.
 
     With `block_test`, the imports go inside the top-level `if <block_test>:` block instead.
     """
     bindings = module_bindings(module, module_name)
     needed, problems = [], []
-    for label, name in _global_accesses(module, roots):
+    for label, name in accesses:
         binding = available.get(name)
         if binding is None:
             continue
@@ -641,6 +647,8 @@ def _add_needed_imports(
             needed.append(binding)
     if problems:
         raise TransplantError(problems, module_name or "")
+    order = list(available)
+    needed.sort(key=lambda binding: order.index(binding.name))  # as the overlay lists them
     added = []
     for binding in needed:
         module, description = _add_import(module, binding, module_name, block_test)
@@ -679,8 +687,17 @@ def _add_import(
             ):
                 names = list(existing.names)
                 alias = new_import.names[0]
-                if isinstance(names[-1].comma, cst.Comma):  # a magic trailing comma: the new name gets one too
+                if isinstance(names[-1].comma, cst.Comma):
+                    # One name a line with a trailing comma: the new name takes the last line, the former last name
+                    # gets the separator of the others
+                    if len(names) > 1 and isinstance(names[-2].comma, cst.Comma):
+                        separator = names[-2].comma
+                    elif existing.lpar is not None:
+                        separator = cst.Comma(whitespace_after=existing.lpar.whitespace_after)
+                    else:
+                        separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
                     alias = alias.with_changes(comma=names[-1].comma)
+                    names[-1] = names[-1].with_changes(comma=separator)
                 names.append(alias)
                 statements[position] = statement.with_changes(body=[existing.with_changes(names=names)])
                 return _replace_statements(module, block_index, statements), _code(statements[position])
@@ -731,9 +748,12 @@ def merge_test_module(target_source: str | None, ours_source: str, path: str = "
     classes are appended at the end of the file (before an `if __name__ == "__main__":` block). A test class or
     helper that the target already has is replaced in place if it differs, so merging twice changes nothing.
     """
+    # Upstream's model tests import their common testers relatively (`from ...test_modeling_common import ...`)
+    module_name = path[: -len(".py")].replace("/", ".") if path.endswith(".py") else None
     ours = cst.parse_module(ours_source)
     if any(
-        binding.module.split(".")[0] == "cache_crop_fix" for binding in module_bindings(ours, None).imports.values()
+        binding.module.split(".")[0] == "cache_crop_fix"
+        for binding in module_bindings(ours, module_name).imports.values()
     ):
         raise TransplantError([f"{path} imports cache_crop_fix: it cannot run upstream"], path)
     if target_source is None:
@@ -751,7 +771,7 @@ def merge_test_module(target_source: str | None, ours_source: str, path: str = "
             continue
         if _is_import_line(statement):
             for small in statement.body:
-                for binding in import_bindings(small, None):
+                for binding in import_bindings(small, module_name):
                     top_imports[binding.name] = binding
         elif isinstance(statement, cst.If) and _is_availability_guard(statement):
             guard_test = _code(statement.test)
@@ -759,7 +779,7 @@ def merge_test_module(target_source: str | None, ours_source: str, path: str = "
                 if not _is_import_line(inner):
                     raise TransplantError([f"`if {guard_test}:` in {path} may only hold imports"], path)
                 for small in inner.body:
-                    for binding in import_bindings(small, None):
+                    for binding in import_bindings(small, module_name):
                         guarded_imports[binding.name] = binding
         elif isinstance(statement, cst.If) and _is_main_guard(statement):
             continue
@@ -783,7 +803,7 @@ def merge_test_module(target_source: str | None, ours_source: str, path: str = "
             new = _with_leading_lines(statement, body[existing[0]].leading_lines)
             body[existing[0]] = new
         else:
-            blank_lines = [cst.EmptyLine(), cst.EmptyLine()]
+            blank_lines = [cst.EmptyLine(indent=False), cst.EmptyLine(indent=False)]
             new = statement.with_changes(leading_lines=[*blank_lines, *_comment_lines(statement.leading_lines)])
             appended.append(new)
         roots[", ".join(names)] = new
@@ -791,7 +811,8 @@ def merge_test_module(target_source: str | None, ours_source: str, path: str = "
     body[main_guard:main_guard] = appended
     module = target.with_changes(body=body)
 
-    module, added = _add_needed_imports(module, roots, top_imports, None)
+    accesses = _global_accesses(module, roots)
+    module, added = _add_needed_imports(module, accesses, top_imports, module_name)
     result.imports += added
     if guarded_imports:
         has_block = any(isinstance(s, cst.If) and guard_test == _code(s.test) for s in module.body)
@@ -802,13 +823,13 @@ def merge_test_module(target_source: str | None, ours_source: str, path: str = "
             )
             statements = list(module.body)
             last_import = max((i for i, s in enumerate(statements) if _is_import_line(s)), default=-1)
-            block = block.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
+            block = block.with_changes(leading_lines=[cst.EmptyLine(indent=False), cst.EmptyLine(indent=False)])
             statements.insert(last_import + 1, block)
             module = module.with_changes(body=statements)
-        module, added = _add_needed_imports(module, roots, guarded_imports, None, block_test=guard_test)
+        module, added = _add_needed_imports(module, accesses, guarded_imports, module_name, block_test=guard_test)
         result.imports += added
-        module = _drop_placeholder_pass(module)
-    undefined = _undefined_names(module, roots, None)
+        module = _drop_placeholder_pass(module, guard_test)
+    undefined = _undefined_names(module, accesses, module_name)
     if undefined:
         raise TransplantError(
             [f"`{label}` uses `{name}`, which {path} does not bind" for label, name in undefined], path
@@ -826,12 +847,15 @@ def _is_main_guard(statement: cst.If) -> bool:
     return _code(statement.test).replace("'", '"') == '__name__ == "__main__"'
 
 
-def _drop_placeholder_pass(module: cst.Module) -> cst.Module:
-    body = []
-    for statement in module.body:
-        if isinstance(statement, cst.If) and len(statement.body.body) > 1 and _is_pass(statement.body.body[0]):
-            statement = statement.with_changes(body=statement.body.with_changes(body=statement.body.body[1:]))
-        body.append(statement)
+def _drop_placeholder_pass(module: cst.Module, block_test: str) -> cst.Module:
+    """Removes the `pass` that held the place of the imports in a block this merge created."""
+    index = _find_block(module, block_test)
+    block = module.body[index]
+    statements = [statement for statement in block.body.body if not _is_pass(statement)]
+    if not statements or len(statements) == len(block.body.body):
+        return module
+    body = list(module.body)
+    body[index] = block.with_changes(body=block.body.with_changes(body=statements))
     return module.with_changes(body=body)
 
 
@@ -865,6 +889,11 @@ def _units(module: cst.Module) -> dict[str, str]:
             units["imports"] += code(statement.with_changes(leading_lines=[]))
         else:
             names = statement_names(statement)
-            key = ", ".join(names) if names else code(statement.with_changes(leading_lines=[]))
+            if names:
+                key = ", ".join(names)
+            elif isinstance(statement, cst.If):
+                key = f"if {_code(statement.test)}"
+            else:
+                key = code(statement.with_changes(leading_lines=[]))
             units[key] = code(statement.with_changes(leading_lines=_comment_lines(statement.leading_lines)))
     return units

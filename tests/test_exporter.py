@@ -1,0 +1,570 @@
+"""Tests of the fork-branch exporter: the libcst transplant on small synthetic sources, golden diffs, an export into a
+synthetic transformers repository (git, ruff, idempotence, refusals), and one end-to-end run of the default path.
+
+The end-to-end test downloads the transformers 5.14.1 sdist, builds the branch, a wheel from it, and runs the exported
+tests in an isolated venv: set `CACHE_CROP_FIX_SKIP_E2E=1` to skip it (or deselect it with `-k "not end_to_end"`).
+"""
+
+import difflib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+import transformers.cache_utils
+from cache_crop_fix import exporter, patcher
+from cache_crop_fix.transplant import (
+    TransplantError,
+    changed_units,
+    check_base,
+    merge_test_module,
+    method_fingerprints,
+    parse_overlay,
+    transplant,
+)
+
+
+FIXTURES = Path(__file__).parent / "fixtures" / "exporter"
+TARGET = (FIXTURES / "module" / "target.py.in").read_text()
+OVERLAY_SOURCE = (FIXTURES / "module" / "overlay.py.in").read_text()
+UPSTREAM_TESTS = (FIXTURES / "tests_merge" / "upstream.py.in").read_text()
+OUR_TESTS = (FIXTURES / "tests_merge" / "ours.py.in").read_text()
+MODULE = "transformers.toy_cache"
+# The methods of the fixture overlay that replace upstream ones (the others are additions)
+REPLACED = ["ToyLayer.crop", "ToySlidingLayer.crop", "ToyCache.describe", "ToyCache.crop"]
+
+
+def _overlay(source=OVERLAY_SOURCE, path="toy_cache.py"):
+    return parse_overlay(source, path)
+
+
+def _fingerprints(source=TARGET, module=MODULE, replaced=REPLACED):
+    found = method_fingerprints(source, module)
+    return {f"{module}.{name}": frozenset({found[f"{module}.{name}"]}) for name in replaced}
+
+
+def _diff(before, after, name):
+    lines = difflib.unified_diff(before.splitlines(True), after.splitlines(True), f"a/{name}", f"b/{name}")
+    return "".join(lines)
+
+
+def _assert_golden(name, actual):
+    path = FIXTURES / name / "expected.diff"
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        path.write_text(actual)
+    assert actual == path.read_text(), f"differs from the golden diff {path} (UPDATE_GOLDEN=1 to regenerate)"
+
+
+def _method(source, class_name, method_name):
+    module = cst.parse_module(source)
+    for statement in module.body:
+        if isinstance(statement, cst.ClassDef) and statement.name.value == class_name:
+            for member in statement.body.body:
+                if isinstance(member, cst.FunctionDef) and member.name.value == method_name:
+                    return module.code_for_node(member.with_changes(leading_lines=[]))
+    return None
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The transplant
+
+
+def test_transplant_matches_golden_diff():
+    result = transplant(TARGET, _overlay())
+    _assert_golden("module", _diff(TARGET, result.source, "toy_cache.py"))
+    assert result.replaced == REPLACED
+    assert result.added == ["ToyLayer._check_crop", "ToyCache._crop_all"]
+    assert result.helpers == ["_as_int", "_DEPRECATION"]
+    assert result.imports == ["import operator", "import warnings"]
+
+
+def test_replaced_methods_take_the_overlay_code_in_place():
+    source = transplant(TARGET, _overlay()).source
+    assert '"""New crop."""' in source and '"""Old crop."""' not in source
+    # Same position as upstream's: between `__init__` and the `seq_length` property
+    assert source.index("def __init__(self):") < source.index('"""New crop."""') < source.index("def seq_length")
+    assert _method(source, "ToyCache", "describe") == _method(OVERLAY_SOURCE, "ToyCache", "describe")
+
+
+def test_added_methods_go_at_the_end_of_their_class():
+    source = transplant(TARGET, _overlay()).source
+    layer = _method(source, "ToyLayer", "_check_crop")
+    assert layer is not None
+    assert source.index("def get_seq_length") < source.index("def _check_crop") < source.index("class ToySlidingLayer")
+    assert source.index("def _crop_all") > source.index(
+        "def crop(self, max_length: int):\n        max_length = _as_int"
+    )
+    assert source.index("def _crop_all") < source.index("def get_toy_cache")
+
+
+def test_helpers_go_before_the_first_class_in_overlay_order():
+    source = transplant(TARGET, _overlay()).source
+    assert source.index("logger = logging") < source.index("def _as_int") < source.index("_DEPRECATION = ")
+    assert source.index("_DEPRECATION = ") < source.index("class ToyLayer(ABC):")
+    # The helper's own comment comes along
+    assert '# A comment that goes with the constant\n_DEPRECATION = "absolute crops are deprecated"' in source
+
+
+def test_imports_the_target_lacks_are_added_and_type_checking_block_is_not():
+    source = transplant(TARGET, _overlay()).source
+    assert source.count("import operator\n") == 1 and source.count("import warnings\n") == 1
+    # `torch` and `TYPE_CHECKING` are already imported upstream; the overlay's TYPE_CHECKING import and header stay out
+    assert source.count("import torch\n") == 1
+    assert source.count("from typing import TYPE_CHECKING") == 1
+    assert "from transformers.toy_cache import ToyLayer" not in source
+    assert "never transplanted" not in source
+    assert "Names that the upstream module binds" not in source
+
+
+def test_decorators_comments_and_super_are_kept():
+    source = transplant(TARGET, _overlay()).source
+    # The overlay's decorators (one added on a replaced method, one kept) and comments
+    assert "    @torch.no_grad()\n    def crop(self, max_length: int):\n" in source
+    assert '    @staticmethod\n    def describe() -> str:\n        return "toy (fixed)"' in source
+    assert "    # Our comment above an added method\n    def _crop_all" in source
+    # Upstream's comment above a replaced method, and comments in untouched code, are kept verbatim
+    assert (
+        "    # Upstream's comment above `crop`: kept, since the overlay brings none for this method\n    def crop"
+        in source
+    )
+    assert "        # A comment inside a method the overlay does not touch\n" in source
+    assert "return self.seq_length  # and a trailing one\n" in source
+    # Zero-argument super() is left as written: no unrolling into `super(ToySlidingLayer, self)`
+    assert "        ToyLayer._check_crop(self, max_length)\n        super().crop(max_length)\n" in source
+    assert "super(" not in source.replace("super()", "")
+
+
+def test_everything_else_is_byte_identical():
+    result = transplant(TARGET, _overlay())
+    expected = set(REPLACED) | set(result.added) | set(result.helpers) | {"imports"}
+    assert changed_units(TARGET, result.source) == expected
+    # Every line of the target that is not in a replaced method is still there, in order
+    kept = [line for line in TARGET.splitlines() if line not in ('        """Old crop."""',)]
+    matcher = difflib.SequenceMatcher(None, kept, result.source.splitlines(), autojunk=False)
+    removed = [
+        kept[i] for tag, i1, i2, _, _ in matcher.get_opcodes() if tag in ("delete", "replace") for i in range(i1, i2)
+    ]
+    assert all(line.strip() and ("max_length" in line or "toy" in line) for line in removed), removed
+
+
+def test_transplant_is_idempotent():
+    once = transplant(TARGET, _overlay()).source
+    twice = transplant(once, _overlay())
+    assert twice.source == once
+    assert twice.imports == []
+    assert twice.added == []  # everything already there is replaced in place
+
+
+def test_undefined_name_is_refused():
+    overlay = _overlay(
+        OVERLAY_SOURCE.replace("self._crop_all(max_length)", "self._crop_all(_clamp(max_length, undefined_limit))")
+    )
+    with pytest.raises(TransplantError) as error:
+        transplant(TARGET, overlay)
+    message = str(error.value)
+    assert "`ToyCache.crop` uses `_clamp`" in message and "`ToyCache.crop` uses `undefined_limit`" in message
+    assert "NameError" in message
+
+
+def test_name_bound_only_for_type_checkers_is_refused():
+    # The target imports `ToyConfig` under `if TYPE_CHECKING:` only: at run time it does not exist
+    overlay = _overlay(OVERLAY_SOURCE.replace('return "toy (fixed)"', "return ToyConfig.__name__"))
+    with pytest.raises(TransplantError, match="`ToyCache.describe` uses `ToyConfig`"):
+        transplant(TARGET, overlay)
+
+
+def test_class_attribute_used_as_a_bare_name_is_refused():
+    # Method bodies do not see their class's namespace: `is_compileable` alone would be a NameError
+    overlay = _overlay(
+        OVERLAY_SOURCE.replace('"""An added method."""', '"""An added method."""\n        is_compileable')
+    )
+    with pytest.raises(TransplantError, match="`ToyLayer._check_crop` uses `is_compileable`"):
+        transplant(TARGET, overlay)
+
+
+def test_locals_arguments_comprehensions_and_builtins_are_not_flagged():
+    overlay = _overlay(
+        OVERLAY_SOURCE.replace(
+            '"""An added method."""',
+            '"""An added method."""\n        sizes = [len(str(size)) for size in range(max_length)]\n'
+            "        print(sizes, __name__, ToySlidingLayer, logger)",
+        )
+    )
+    assert "print(sizes, __name__" in transplant(TARGET, overlay).source
+
+
+def test_import_that_would_rebind_a_different_object_is_refused():
+    # The target's `logging` is transformers' logging utilities, not the standard library module
+    overlay = _overlay(
+        OVERLAY_SOURCE.replace("import operator\n", "import logging\nimport operator\n").replace(
+            "return operator.index(value)", "logging.info(value)\n    return operator.index(value)"
+        )
+    )
+    with pytest.raises(TransplantError, match="uses `logging` as `logging`, but the target binds it to"):
+        transplant(TARGET, overlay)
+
+
+def test_relative_import_is_written_for_the_target_and_merged():
+    overlay_source = "from transformers.utils import is_torch_greater_or_equal\n\n\nclass ToyLayer:\n"
+    overlay_source += "    def crop(self, max_length):\n        return is_torch_greater_or_equal('2.7')\n"
+    result = transplant(TARGET, _overlay(overlay_source))
+    assert result.imports == [
+        "from .utils import (\n    is_torch_available,\n    logging,\n    is_torch_greater_or_equal,\n)"
+    ]
+    # Deeper modules import with more dots
+    nested = "from ...utils import logging\n\n\nclass ToyLayer:\n    def crop(self, max_length):\n        pass\n"
+    result = transplant(nested, _overlay(overlay_source), "transformers.models.toy.modeling_toy", True)
+    assert "from ...utils import is_torch_greater_or_equal, logging" not in result.source  # merged, before ruff
+    assert "from ...utils import logging, is_torch_greater_or_equal" in result.source
+    assert result.skipped_classes == []
+
+
+def test_missing_class_is_refused_unless_allowed():
+    target = TARGET.replace("class ToySlidingLayer(ToyLayer)", "class OtherLayer(ToyLayer)")
+    with pytest.raises(TransplantError, match="class `ToySlidingLayer` is missing"):
+        transplant(target, _overlay())
+    result = transplant(target, _overlay(), allow_missing_classes=True)
+    assert result.skipped_classes == ["ToySlidingLayer"]
+
+
+def test_overlay_may_only_hold_methods_and_absolute_imports():
+    with pytest.raises(TransplantError) as error:
+        parse_overlay(
+            "from .other import thing\n\n\nclass ToyLayer:\n    limit = 3\n\n    def crop(self):\n        pass\n",
+            "toy_cache.py",
+        )
+    assert "relative import" in str(error.value) and "may only hold methods" in str(error.value)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Checking the base
+
+
+def test_check_base_accepts_the_base_it_was_written_for():
+    assert check_base(TARGET, _overlay(), _fingerprints()) == []
+
+
+def test_check_base_lists_every_mismatch():
+    target = (
+        TARGET.replace("    def describe() -> str:", "    def summary() -> str:")  # a replaced method is gone
+        .replace('"""Old crop."""', '"""Old crop, changed upstream."""')  # a replaced method changed
+        .replace(
+            "    def get_seq_length(self)",
+            "    def _check_crop(self, max_length):\n        pass\n\n    def get_seq_length(self)",
+        )
+        .replace("logger = logging", "_DEPRECATION = None\nlogger = logging")
+    )
+    problems = check_base(target, _overlay(), _fingerprints())
+    assert len(problems) == 4, problems
+    assert any("`ToyCache.describe` is replaced by the fix but missing" in problem for problem in problems)
+    assert any("`ToyLayer.crop` differs from the source the fix was written for" in problem for problem in problems)
+    assert any("`ToyLayer._check_crop` is added by the fix but already exists" in problem for problem in problems)
+    assert any("helper `_DEPRECATION`" in problem for problem in problems)
+    assert check_base(None, _overlay(), {}) == ["src/transformers/toy_cache.py is missing"]
+
+
+def test_fingerprints_from_source_text_match_the_patchers():
+    # Computed from the installed (stock) file, like `patcher.source_fingerprint` on the original functions
+    source = Path(transformers.cache_utils.__file__).read_text()
+    found = method_fingerprints(source, "transformers.cache_utils")
+    recorded = {name: value for name, value in patcher.installed_fingerprints().items() if ".cache_utils." in name}
+    assert recorded and all(found[name] == value for name, value in recorded.items())
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Tests merged into upstream's test file
+
+
+def test_test_merge_matches_golden_diff():
+    result = merge_test_module(UPSTREAM_TESTS, OUR_TESTS)
+    _assert_golden("tests_merge", _diff(UPSTREAM_TESTS, result.source, "test_cache_utils.py"))
+    assert result.classes == ["CropTest"] and result.helpers == ["CROP_CASES", "_filled"]
+
+
+def test_test_merge_reuses_the_guard_block_without_duplicate_imports():
+    source = merge_test_module(UPSTREAM_TESTS, OUR_TESTS).source
+    assert source.count("if is_torch_available():") == 1
+    assert source.count("import torch\n") == 1
+    assert source.count("DynamicCache,") == 1 and "from transformers import DynamicCache" not in source
+    # Upstream's `is_torch_available` from testing_utils serves ours too
+    assert "from transformers import is_torch_available" not in source
+    # The new names go inside the guard block, the new top-level imports at the top
+    guard = source[source.index("if is_torch_available():") : source.index("@require_torch")]
+    assert "DynamicLayer," in guard and "from transformers import EncoderDecoderCache" in guard
+    assert source.index("import warnings") < source.index("if is_torch_available():")
+    # Our classes come after upstream's, before the `__main__` block
+    assert (
+        source.index("class CacheTest") < source.index("class CropTest") < source.index('if __name__ == "__main__":')
+    )
+
+
+def test_test_merge_creates_the_file_when_absent_and_is_idempotent():
+    created = merge_test_module(None, OUR_TESTS)
+    assert created.created and created.source == OUR_TESTS
+    once = merge_test_module(UPSTREAM_TESTS, OUR_TESTS).source
+    assert merge_test_module(once, OUR_TESTS).source == once
+
+
+def test_test_merge_adds_a_guard_block_when_upstream_has_none():
+    upstream = "import unittest\n\n\nclass OtherTest(unittest.TestCase):\n    def test_it(self):\n        pass\n"
+    source = merge_test_module(upstream, OUR_TESTS).source
+    guard = source[source.index("if is_torch_available():") : source.index("class OtherTest")]
+    assert "import torch" in guard and "DynamicLayer" in guard and "pass" not in guard
+
+
+def test_test_merge_resolves_relative_imports_of_model_tests():
+    upstream = (
+        "import unittest\n\nfrom ...test_modeling_common import ModelTesterMixin\n\n\n"
+        "class ToyModelTest(ModelTesterMixin, unittest.TestCase):\n    pass\n"
+    )
+    ours = (
+        "import unittest\n\nfrom ...test_configuration_common import ConfigTester\n"
+        "from ...test_modeling_common import ModelTesterMixin\n\n\n"
+        "class ToyCropTest(ModelTesterMixin, unittest.TestCase):\n    tester = ConfigTester\n"
+    )
+    source = merge_test_module(upstream, ours, "tests/models/toy/test_modeling_toy.py").source
+    assert source.count("ModelTesterMixin\n") == 1
+    assert "from ...test_configuration_common import ConfigTester\n" in source
+
+
+def test_test_merge_refuses_tests_that_need_our_package():
+    with pytest.raises(TransplantError, match="imports cache_crop_fix"):
+        merge_test_module(None, "import cache_crop_fix\n" + OUR_TESTS)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Export into a synthetic transformers repository (git, ruff, commit, idempotence)
+
+MODELING = """\
+from ...toy_cache import ToyCache
+
+
+class ToyModelCache(ToyCache):
+    def crop(self, max_length: int):
+        raise RuntimeError("ToyModelCache doesnot support `crop` method")
+
+
+class ToyModel:
+    def forward(self, cache):
+        return cache
+"""
+MODULAR = """\
+from ..toy_parent.modeling_toy_parent import ToyParentCache
+
+
+class ToyModelCache(ToyParentCache):
+    def crop(self, max_length: int):
+        raise RuntimeError("ToyModelCache doesnot support `crop` method")
+"""
+MODEL_OVERLAY = """\
+# Our version of `ToyModelCache.crop`
+class ToyModelCache:
+    def crop(self, max_length: int | None = None):
+        raise RuntimeError("`ToyModelCache` does not support `crop`: its states cannot be rolled back.")
+"""
+RUFF_SETTINGS = """\
+[tool.ruff]
+target-version = "py310"
+line-length = 119
+
+[tool.ruff.lint]
+select = ["E", "F", "I", "W", "UP", "SIM", "C4"]
+
+[tool.ruff.lint.isort]
+lines-after-imports = 2
+known-first-party = ["transformers"]
+"""
+
+
+def _git(repo, *args):
+    command = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args]
+    return subprocess.run(command, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _write(root, files):
+    for path, content in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(content)
+
+
+@pytest.fixture
+def synthetic(tmp_path):
+    """A transformers-like git repository, an overlay for it, and a project with an upstream-style test file."""
+    repo, overlay_dir, project = tmp_path / "transformers", tmp_path / "overlay", tmp_path / "project"
+    _write(
+        repo,
+        {
+            "src/transformers/__init__.py": '__version__ = "5.14.1"\n',
+            "src/transformers/toy_cache.py": TARGET,
+            "src/transformers/models/toy/modeling_toy.py": MODELING,
+            "src/transformers/models/toy/modular_toy.py": MODULAR,
+            "pyproject.toml": RUFF_SETTINGS,
+            "setup.py": '_deps = ["ruff==0.14.10"]\n',
+        },
+    )
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "base")
+    _write(overlay_dir, {"toy_cache.py": OVERLAY_SOURCE, "models/toy/modeling_toy.py": MODEL_OVERLAY})
+    _write(project, {"tests/utils/test_cache_utils.py": OUR_TESTS, "tests/test_not_exported.py": "x = 1\n"})
+    fingerprints = {
+        **_fingerprints(),
+        **_fingerprints(MODELING, "transformers.models.toy.modeling_toy", ["ToyModelCache.crop"]),
+    }
+
+    def export(**kwargs):
+        options = {
+            "repo": repo,
+            "build_dir": tmp_path / "build",
+            "dist_dir": tmp_path / "dist",
+            "project_root": project,
+            "run_verify": False,
+            "log": lambda message: None,
+            "overlay_dir": overlay_dir,
+            "fingerprints": fingerprints,
+        }
+        return exporter.export(**{**options, **kwargs})
+
+    return repo, overlay_dir, project, export
+
+
+def test_export_commits_one_minimal_ruff_clean_commit(synthetic):
+    repo, _, _, export = synthetic
+    report = export()
+    base = _git(repo, "rev-parse", "main")
+    assert report.created and report.base_commit == base
+    assert _git(repo, "rev-parse", f"{exporter.BRANCH}~1") == base  # one commit on top of the base
+    assert _git(repo, "diff", "--name-only", base, exporter.BRANCH).split() == [
+        "src/transformers/models/toy/modeling_toy.py",
+        "src/transformers/models/toy/modular_toy.py",
+        "src/transformers/toy_cache.py",
+        "tests/utils/test_cache_utils.py",
+    ]
+    assert report.ruff.ok and report.ruff.upstream_pin == "0.14.10" and report.ruff.skipped == []
+    cache_utils = _git(repo, "show", f"{exporter.BRANCH}:src/transformers/toy_cache.py")
+    # ruff's isort put the new imports in their section; the rest of the import block is untouched
+    assert cache_utils.startswith('# Copyright 2026 The Toy Authors. All rights reserved.\n"""A toy cache module')
+    assert "import operator\nimport warnings\nfrom abc import ABC\nfrom typing import TYPE_CHECKING\n" in cache_utils
+    assert changed_units(TARGET, cache_utils) == set(REPLACED) | {
+        "ToyLayer._check_crop",
+        "ToyCache._crop_all",
+        "_as_int",
+        "_DEPRECATION",
+        "imports",
+    }
+    # The modular file and the generated modeling file get the same method
+    modeling = _git(repo, "show", f"{exporter.BRANCH}:src/transformers/models/toy/modeling_toy.py")
+    modular = _git(repo, "show", f"{exporter.BRANCH}:src/transformers/models/toy/modular_toy.py")
+    assert _method(modeling, "ToyModelCache", "crop") == _method(modular, "ToyModelCache", "crop")
+    assert "cannot be rolled back" in _method(modular, "ToyModelCache", "crop")
+    assert _git(repo, "show", f"{exporter.BRANCH}:tests/utils/test_cache_utils.py") + "\n" == OUR_TESTS
+    message = _git(repo, "log", "-1", "--format=%B", exporter.BRANCH)
+    assert message.startswith(exporter.COMMIT_TITLE) and f"Fixes #{exporter.ISSUE}" in message
+    # The work tree of a contributor's checkout is left alone
+    assert _git(repo, "rev-parse", "--abbrev-ref", "HEAD") == "main" and _git(repo, "status", "--porcelain") == ""
+
+
+def test_export_writes_the_patch_and_the_pr_description(synthetic, tmp_path):
+    _, _, project, export = synthetic
+    report = export()
+    patch = report.patch.read_text()
+    assert patch.startswith(f"From {report.commit} ") and "+import operator" in patch
+    pr = report.pr.read_text()
+    for expected in ("# What does this PR do?", "Fixes #47433", "### Migration note", "### How was this tested?"):
+        assert expected in pr
+    assert "TODO (audit table, issue 3)" in pr and "- [ ] I confirm that this is not a pure code agent PR." in pr
+    assert "  - replace `ToyLayer.crop`" in pr and "  - add helper `_as_int`" in pr
+    # Once the audit exists, its table goes in its marked place
+    _write(project, {exporter.AUDIT_DOC: "# Audit\n\n| layer | crop(0) |\n|---|---|\n| DynamicLayer | empties |\n"})
+    pr = export().pr.read_text()
+    start, end = pr.index("<!-- BEGIN AUDIT TABLE"), pr.index("<!-- END AUDIT TABLE -->")
+    assert "| DynamicLayer | empties |" in pr[start:end] and "TODO" not in pr[start:end]
+
+
+def test_export_again_changes_nothing(synthetic):
+    repo, overlay_dir, _, export = synthetic
+    first = export()
+    patch = first.patch.read_bytes()
+    second = export()
+    assert not second.created and second.commit == first.commit
+    assert _git(repo, "for-each-ref", "--format=%(refname)").split() == [
+        "refs/heads/fix-cache-crop",
+        "refs/heads/main",
+    ]
+    assert second.patch.read_bytes() == patch
+    # A contributor who checked the branch out and changed the overlay gets the branch (and work tree) rebuilt on
+    # the same base, still as a single commit
+    _git(repo, "checkout", "-q", exporter.BRANCH)
+    (overlay_dir / "models/toy/modeling_toy.py").write_text(MODEL_OVERLAY.replace("cannot be rolled back", "are gone"))
+    third = export()
+    assert third.created and third.commit != first.commit and third.base_commit == first.base_commit
+    assert _git(repo, "rev-parse", f"{exporter.BRANCH}~1") == first.base_commit
+    assert "are gone" in (repo / "src/transformers/models/toy/modular_toy.py").read_text()
+    assert _git(repo, "status", "--porcelain") == ""
+
+
+def test_export_refuses_a_base_that_does_not_match(synthetic):
+    repo, _, _, export = synthetic
+    (repo / "src/transformers/__init__.py").write_text('__version__ = "5.15.0"\n')
+    toy_cache = repo / "src/transformers/toy_cache.py"
+    toy_cache.write_text(toy_cache.read_text().replace("    def describe() -> str:", "    def summary() -> str:"))
+    _git(repo, "commit", "-q", "-am", "5.15")
+    with pytest.raises(exporter.ExportError) as error:
+        export()
+    message = str(error.value)
+    assert "the base is transformers 5.15.0, the fix is for >=5.14.0,<5.15" in message
+    assert "`ToyCache.describe` is replaced by the fix but missing from the base" in message
+    assert "nothing was exported" in message
+    assert _git(repo, "branch", "--list", exporter.BRANCH) == ""
+
+
+def test_modular_counterpart_and_exported_test_files(tmp_path):
+    assert exporter.modular_counterpart("src/transformers/models/pi0/modeling_pi0.py") == (
+        "src/transformers/models/pi0/modular_pi0.py"
+    )
+    assert exporter.modular_counterpart("src/transformers/cache_utils.py") is None
+    _write(tmp_path, {"tests/utils/test_a.py": "", "tests/test_b.py": "", "tests/fixtures/x/test_c.py": ""})
+    assert exporter.exported_test_files(tmp_path / "tests") == ["tests/utils/test_a.py"]
+
+
+def test_the_real_overlay_fits_the_installed_release():
+    # The installed transformers is the 5.14.1 wheel, which holds the same files as the sdist
+    root = Path(transformers.cache_utils.__file__).parent
+    for module in exporter.load_overlay():
+        source = (root / module.path).read_text()
+        assert check_base(source, module, exporter.UPSTREAM_FINGERPRINTS) == [], module.path
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# End to end: the default path (PyPI sdist -> branch -> wheel -> isolated venv -> exported tests)
+
+
+@pytest.mark.skipif(os.environ.get("CACHE_CROP_FIX_SKIP_E2E") == "1", reason="CACHE_CROP_FIX_SKIP_E2E=1")
+def test_end_to_end_default_path(tmp_path):
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    messages = []
+    # The verification venv is shared with `make branch` (it only holds torch, pytest, parameterized and the wheel)
+    venv = exporter.PROJECT_ROOT / "build" / "verify-venv"
+    report = exporter.export(build_dir=tmp_path / "build", dist_dir=tmp_path / "dist", venv=venv, log=messages.append)
+    repo = tmp_path / "build" / f"transformers-{exporter.SDIST_VERSION}"
+    assert report.repo == repo and report.created
+    assert _git(repo, "log", "-1", "--format=%s", exporter.BASE_TAG) == exporter.BASE_MESSAGE
+    assert _git(repo, "rev-parse", "--abbrev-ref", "HEAD") == exporter.BRANCH
+    assert report.ruff.ok, report.ruff.describe()
+    verification = report.verification
+    assert verification.ok, verification.problems
+    assert (verification.smoke["branch"]["crop(0)"], verification.smoke["branch"]["crop(-5)"]) == (0, 0)
+    assert (verification.smoke["base"]["crop(0)"], verification.smoke["base"]["crop(-5)"]) == (3, 1)
+    assert not verification.smoke["branch"]["overlay_importable"]
+    # Tests of optional backends (hqq, quanto) may be skipped; none fails
+    assert set(verification.counts("branch")) <= {"passed", "skipped"} and verification.counts("branch")["passed"]
+    assert verification.counts("base").get("failed", 0) > 0
+    assert "| `DynamicLayersCropTest.test_crop_removes_or_keeps_the_right_tokens` |" in report.pr.read_text()
+    # Exporting again finds the branch up to date
+    again = exporter.export(build_dir=tmp_path / "build", dist_dir=tmp_path / "dist", run_verify=False, log=print)
+    assert not again.created and again.commit == report.commit
+    assert _git(repo, "status", "--porcelain") == ""
