@@ -1,30 +1,125 @@
-"""Command line: `python -m cache_crop_fix status` and `python -m cache_crop_fix fingerprints`."""
+"""
+Command line: `python -m cache_crop_fix status` and `python -m cache_crop_fix fingerprints`.
+
+`status` tells whether the fix is active in this process and whether the environment (`CACHE_CROP_FIX=1` and the
+start-up hook) activates it in every Python process, the transformers and torch versions, and what is patched. It
+exits with 1 when something is wrong: the installed transformers is not supported, the fix could not be applied, or
+`CACHE_CROP_FIX` asks for the fix but the start-up hook is not installed or failed.
+"""
 
 import argparse
+import importlib.metadata
+import os
+import site
 import sys
-import warnings
+import types
 
-from . import patcher
+from . import _bootstrap, patcher
+
+
+def _torch_version() -> str:
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        return torch.__version__
+    try:
+        return importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _installed_pth() -> str | None:
+    """The path of the start-up hook's `.pth` in one of the site directories that `site` reads, if any."""
+    directories = list(site.getsitepackages()) if hasattr(site, "getsitepackages") else []
+    if site.ENABLE_USER_SITE:
+        directories.append(site.getusersitepackages())
+    for directory in directories:
+        path = os.path.join(directory, _bootstrap.PTH_NAME)
+        if os.path.isfile(path):
+            return path
+    return None
+
+
+def _environment() -> tuple[str, str, bool]:
+    """Lines about activation through the environment and the start-up hook, and whether they are consistent."""
+    variable, value = _bootstrap.ENV_VAR, os.environ.get(_bootstrap.ENV_VAR)
+    pth = _installed_pth()
+    loaded = sys.modules.get(_bootstrap.MODULE_NAME)  # the copy of `_bootstrap` that the `.pth` loaded at start-up
+    failed = _bootstrap.MODULE_NAME in sys.modules and loaded is None  # the `.pth` leaves None when it fails
+    hook = pth or f"not installed (no {_bootstrap.PTH_NAME} in site-packages)"
+    if loaded is not None or failed:
+        hook += f" (ran in this process: {'failed' if failed else loaded.state})"
+    if not _bootstrap.requested():
+        if value is not None and value.strip().lower() not in _bootstrap.FALSE_VALUES:
+            return f"off ({variable}={value!r} is not understood; use {variable}=1)", hook, False
+        shown = f"{variable} is not set" if value is None else f"{variable}={value!r}"
+        return (
+            f"off ({shown}): only programs that import cache_crop_fix get the fix; "
+            f"{variable}=1 gives it to every Python process here",
+            hook,
+            True,
+        )
+    if failed:
+        return f"broken ({variable}={value}): the start-up hook failed (its message is on stderr)", hook, False
+    if loaded is None:
+        reason = "python runs without `site`" if pth and sys.flags.no_site else "reinstall cache_crop_fix with pip"
+        return f"broken ({variable}={value}): the start-up hook did not run; {reason}", hook, False
+    if loaded.state.startswith("failed"):
+        return f"broken ({variable}={value}): the start-up hook {loaded.state}", hook, False
+    return (
+        f"on ({variable}={value}): every Python process started with this environment gets the fix when it imports "
+        "transformers.cache_utils, without importing cache_crop_fix",
+        hook,
+        True,
+    )
+
+
+def _describe(qualname: str) -> tuple[str, str]:
+    """`transformers.cache_utils.DynamicLayer.crop` -> (`DynamicLayer.crop`, `transformers.cache_utils`)."""
+    parts = qualname.split(".")
+    for end in range(len(parts) - 1, 0, -1):
+        module_name = ".".join(parts[:end])
+        module = sys.modules.get(module_name)
+        if module is None:
+            continue
+        name = ".".join(parts[end:])
+        if "." not in name:  # a module-level name the fix adds: a helper function, or a module it imports
+            name += " (import)" if isinstance(getattr(module, name, None), types.ModuleType) else " (helper)"
+        return name, module_name
+    return qualname, ""
 
 
 def _status() -> int:
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        import cache_crop_fix  # noqa: F401  (applies the fix where supported)
+    from . import __version__
 
-    import torch
-
+    reason = None
+    if not patcher.is_active():
+        try:
+            patcher.apply()  # importing the package already tried; this gives the reason (and changes nothing)
+        except patcher.UnsupportedTransformersError as error:
+            reason = str(error)
     state = patcher.status()
-    print(f"cache_crop_fix: {'active' if state.active else 'inactive'}")
-    print(
-        f"transformers:   {state.transformers_version} ({'supported' if state.supported else 'unsupported'}: {patcher.SUPPORTED_RANGE})"
-    )
-    print(f"torch:          {torch.__version__}")
-    for warning in caught:
-        print(f"warning:        {warning.message}")
-    for qualname in state.patches:
-        print(f"  patched {qualname}" if state.active else f"  would patch {qualname}")
-    return 0 if state.supported and state.active else 1
+    environment, hook, environment_ok = _environment()
+
+    print(f"cache_crop_fix {__version__}")
+    print(f"this process:  {'active' if state.active else 'inactive'}")
+    print(f"environment:   {environment}")
+    print(f"start-up hook: {hook}")
+    support = "supported" if state.supported else "unsupported"
+    print(f"transformers:  {state.transformers_version} ({support}; cache_crop_fix needs {patcher.SUPPORTED_RANGE})")
+    print(f"torch:         {_torch_version()}")
+    if reason:
+        print("reason:        " + reason.replace("\n", "\n               "))
+    rows = [_describe(qualname) for qualname in state.patches]
+    modules = {module for _, module in rows}
+    print(f"patched:       {len(rows)} attributes in {len(modules)} modules" if rows else "patched:       nothing")
+    width = max((len(name) for name, _ in rows), default=0)
+    for name, module in rows:
+        print(f"  {name:<{width}}  {module}")
+    if state.pending_modules:
+        print("pending:       patched when transformers imports them")
+        for module in state.pending_modules:
+            print(f"  {module}")
+    return 0 if state.supported and state.active and environment_ok else 1
 
 
 def _fingerprints() -> int:
@@ -34,7 +129,9 @@ def _fingerprints() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m cache_crop_fix", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m cache_crop_fix", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("command", choices=["status", "fingerprints"])
     args = parser.parse_args(argv)
     return _status() if args.command == "status" else _fingerprints()
