@@ -51,6 +51,8 @@ def _check_crop_argument(max_length, tokens_to_remove) -> int | None:
 
 def _as_crop_int(value, name: str) -> int:
     """Converts an integer-like `crop` argument (int, numpy integer, 0-d integer tensor) to a Python int."""
+    if type(value) is int:
+        return value
     # `bool` is a subclass of `int`, and `operator.index` accepts one-element tensors of any shape
     is_bool = isinstance(value, bool) or (isinstance(value, torch.Tensor) and value.dtype == torch.bool)
     is_multi_dim_tensor = isinstance(value, torch.Tensor) and value.dim() > 0
@@ -107,13 +109,14 @@ class DynamicLayer:
                 the layer. Otherwise, the absolute number of tokens to keep (`0` empties the layer).
         """
         self._check_crop(max_length)
-        seq_length = self.get_seq_length()
-        new_length = _get_crop_length(max_length, seq_length)
-        if new_length >= seq_length:
+        if not self.is_initialized or self.keys.numel() == 0:
+            return
+        if max_length > 0 and max_length >= self.keys.shape[-2]:
             return
 
-        self.keys = self.keys[..., :new_length, :]
-        self.values = self.values[..., :new_length, :]
+        # Slicing does the clamping: `[..., :-k, :]` keeps no token when `k` is at least the length
+        self.keys = self.keys[..., :max_length, :]
+        self.values = self.values[..., :max_length, :]
 
 
 class DynamicSlidingWindowLayer:
@@ -123,8 +126,10 @@ class DynamicSlidingWindowLayer:
         is always possible, since nothing needs to be kept.
         """
         seq_length = self.get_seq_length()
+        if seq_length < self.sliding_window:
+            return
         new_length = _get_crop_length(max_length, seq_length)
-        if 0 < new_length < seq_length and seq_length >= self.sliding_window:
+        if 0 < new_length < seq_length:
             raise ValueError(
                 f"Cannot crop a `{self.__class__.__name__}` to {new_length} tokens: it has seen {seq_length} tokens, "
                 f"at least its sliding window of {self.sliding_window}, so the states to keep were already dropped. "
@@ -158,9 +163,9 @@ class DynamicIndexedLayer:
                 If negative, the number of trailing tokens to remove: removing at least the current length empties
                 the layer. Otherwise, the absolute number of tokens to keep (`0` empties the layer).
         """
-        new_length = _get_crop_length(max_length, self.get_seq_length())
         super().crop(max_length)
         # The indexer keys cover the same tokens as the key and value states, so they are cut at the same length
+        new_length = self.get_seq_length()
         if self.is_indexer_initialized and self.indexer_keys.numel() > 0 and self.indexer_keys.shape[1] > new_length:
             self.indexer_keys = self.indexer_keys[:, :new_length, :]
 
@@ -332,7 +337,18 @@ class LinearAttentionCacheLayerMixin:
         """
         LinearAttentionCacheLayerMixin._check_crop(self, tokens_to_remove)
         if tokens_to_remove == 0:
-            LinearAttentionCacheLayerMixin.reset(self)
+            for state_idx in range(self.number_of_states):
+                # Recorded conv states may be the very tensor the model passed in: replace them, never zero them
+                if self.is_conv_states_initialized[state_idx] and self.record_past:
+                    kernel_size = self.conv_kernel_size[state_idx]
+                    self.conv_states[state_idx] = self.conv_states[state_idx].new_zeros(
+                        (*self.conv_states[state_idx].shape[:-1], kernel_size)
+                    )
+                elif self.is_conv_states_initialized[state_idx]:
+                    self.conv_states[state_idx].zero_()
+                if self.is_recurrent_states_initialized[state_idx]:
+                    self.recurrent_states[state_idx].zero_()
+                self.has_previous_state[state_idx] = False
             return
         for state_idx, is_initialized in self.is_conv_states_initialized.items():
             if is_initialized:
@@ -349,8 +365,8 @@ class LinearAttentionAndFullAttentionLayer:
         DynamicLayer._check_crop(self, max_length)
 
     def crop(self, max_length: int) -> None:
-        self._check_crop(max_length)
-        # The attention part first: its `crop` checks the whole layer again, which needs the linear part untouched
+        # The attention part's `crop` first checks the whole layer (`self._check_crop`), so neither part changes if
+        # one cannot be cropped
         DynamicLayer.crop(self, max_length)
         LinearAttentionLayer.crop(self, max_length)
 
@@ -362,8 +378,8 @@ class LinearAttentionAndSlidingWindowAttentionLayer:
         DynamicSlidingWindowLayer._check_crop(self, max_length)
 
     def crop(self, max_length: int) -> None:
-        self._check_crop(max_length)
-        # The attention part first: its `crop` checks the whole layer again, which needs the linear part untouched
+        # The attention part's `crop` first checks the whole layer (`self._check_crop`), so neither part changes if
+        # one cannot be cropped
         DynamicSlidingWindowLayer.crop(self, max_length)
         LinearAttentionLayer.crop(self, max_length)
 
@@ -375,8 +391,8 @@ class LinearAttentionAndStaticFullAttentionLayer:
         StaticLayer._check_crop(self, max_length)
 
     def crop(self, max_length: int) -> None:
-        self._check_crop(max_length)
-        # The attention part first: its `crop` checks the whole layer again, which needs the linear part untouched
+        # The attention part's `crop` first checks the whole layer (`self._check_crop`), so neither part changes if
+        # one cannot be cropped
         StaticLayer.crop(self, max_length)
         LinearAttentionLayer.crop(self, max_length)
 
@@ -388,8 +404,8 @@ class LinearAttentionAndStaticSlidingWindowAttentionLayer:
         StaticSlidingWindowLayer._check_crop(self, max_length)
 
     def crop(self, max_length: int) -> None:
-        self._check_crop(max_length)
-        # The attention part first: its `crop` checks the whole layer again, which needs the linear part untouched
+        # The attention part's `crop` first checks the whole layer (`self._check_crop`), so neither part changes if
+        # one cannot be cropped
         StaticSlidingWindowLayer.crop(self, max_length)
         LinearAttentionLayer.crop(self, max_length)
 
