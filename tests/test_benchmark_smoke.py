@@ -1,0 +1,111 @@
+"""Smoke test of `benchmarks/bench_crop.py`: it runs at tiny sizes and writes its report. No timing is asserted.
+
+The benchmark switches between stock and fixed itself (`cache_crop_fix.revert()` / `apply()`), so it runs in a
+subprocess, away from this session's patch state, and passes with or without `--stock`.
+"""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPT = REPO / "benchmarks" / "bench_crop.py"
+
+
+@pytest.fixture(scope="module")
+def quick_report(tmp_path_factory):
+    out_dir = tmp_path_factory.mktemp("bench")
+    completed = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--out-dir", str(out_dir)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=REPO,
+    )
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    report = out_dir / "benchmarks.md"
+    assert report.is_file()
+    return out_dir, report.read_text(encoding="utf-8")
+
+
+def table_rows(text: str, heading: str) -> list[dict[str, str]]:
+    """The body rows of the first Markdown table after `heading`, as dicts keyed by the header cells."""
+    section = text.split(heading, 1)[1]
+    lines = []
+    for line in section.splitlines():
+        if line.startswith("|"):
+            lines.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+        elif lines:
+            break
+    header, body = lines[0], lines[2:]  # the second line is the separator
+    return [dict(zip(header, row, strict=True)) for row in body]
+
+
+def test_report_has_every_section(quick_report):
+    _, text = quick_report
+    for heading in (
+        "## Targets",
+        "## How to run",
+        "## Method",
+        "### `DynamicCache`",
+        "### `crop(0)`",
+        "### Sliding-window and hybrid caches",
+        "### Where the fixed path spends its time",
+        "## Zero-copy",
+        "## Scaling with sequence length",
+        "## End to end",
+        "## Import cost",
+    ):
+        assert heading in text, heading
+    assert "--quick" in text  # the exact command of the run is recorded
+    assert "Quick run" in text
+
+
+def test_latency_table_covers_sizes_ops_and_variants(quick_report):
+    _, text = quick_report
+    rows = table_rows(text, "### `DynamicCache`")
+    cells = {(row["layers"], row["tokens"], row["op"]) for row in rows}
+    # --quick sizes: 1 and 2 layers, 16 and 64 tokens
+    for layers in ("1", "2"):
+        for tokens in ("16", "64"):
+            for op in ("`crop(-1)`", "`crop(-4)`", "`crop(-L-1)`"):
+                assert (layers, tokens, op) in cells
+    number = re.compile(r"^\d+\.\d+ \(\d+\.\d+–\d+\.\d+\)$")  # median (IQR)
+    for row in rows:
+        for column in ("stock µs/call", "fixed µs/call", "floor µs/call", "fixed/stock", "fixed/floor"):
+            assert number.match(row[column]), (column, row)
+    kinds = {row["cache"] for row in table_rows(text, "### Sliding-window and hybrid caches")}
+    assert kinds == {"sliding", "hybrid"}
+
+
+def test_crop_results_show_the_fix(quick_report):
+    _, text = quick_report
+    rows = {(row["cache"], row["tokens"]): row for row in table_rows(text, "### What each crop left")}
+    # Stock keeps a token on an oversized crop and everything on crop(0); the fix empties the cache
+    expected = {"`crop(-1)`": "15 / 15", "`crop(-4)`": "12 / 12", "`crop(-L-1)`": "15 / 0", "`crop(0)`": "16 / 0"}
+    for kind in ("dynamic", "sliding"):
+        assert {op: rows[(kind, "16")][op] for op in expected} == expected
+
+
+def test_zero_copy_and_same_generations(quick_report):
+    _, text = quick_report
+    zero_copy = table_rows(text, "## Zero-copy")
+    assert {row["variant"] for row in zero_copy} == {"stock", "fixed"}
+    for row in zero_copy:
+        assert row["same storage"] == "yes", row
+        assert row["bytes allocated by the crop"] == "0", row
+    e2e = table_rows(text, "## End to end")
+    assert [row["method"] for row in e2e] == ["assisted", "prompt lookup", "greedy (control, no crop)"]
+    # Greedy decoding with prompts that stock handles: the fix generates the same tokens
+    assert all(row["same tokens as stock"] == "yes" for row in e2e)
+
+
+def test_plot_is_written(quick_report):
+    out_dir, text = quick_report
+    pytest.importorskip("matplotlib")
+    assert (out_dir / "crop_latency.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "![Cache.crop latency](crop_latency.png)" in text
