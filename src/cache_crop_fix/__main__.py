@@ -1,10 +1,13 @@
 """
-Command line: `python -m cache_crop_fix status` and `python -m cache_crop_fix fingerprints`.
+Command line: `python -m cache_crop_fix status`, `... audit` and `... fingerprints`.
 
 `status` tells whether the fix is active in this process and whether the environment (`CACHE_CROP_FIX=1` and the
 start-up hook) activates it in every Python process, the transformers and torch versions, and what is patched. It
 exits with 1 when something is wrong: the installed transformers is not supported, the fix could not be applied, or
 `CACHE_CROP_FIX` asks for the fix but the start-up hook is not installed or failed.
+
+`audit` runs every cache layer type through the same crops on stock transformers and with the fix, and writes
+`docs/source/en/cache_crop_audit.md` (`--stdout`, `--check`: see `python -m cache_crop_fix audit --help`).
 """
 
 import argparse
@@ -129,10 +132,16 @@ def _fingerprints() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # The audit has options of its own
+    if argv[:1] == ["audit"]:
+        from . import audit
+
+        return audit.main(argv[1:])
     parser = argparse.ArgumentParser(
         prog="python -m cache_crop_fix", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("command", choices=["status", "fingerprints"])
+    parser.add_argument("command", choices=["status", "fingerprints", "audit"])
     args = parser.parse_args(argv)
     return _status() if args.command == "status" else _fingerprints()
 

@@ -1,0 +1,894 @@
+"""`python -m cache_crop_fix audit`: every cache and cache layer type of transformers 5.14.x through the same `crop`
+cases, on stock transformers and with the fix, side by side in one process.
+
+Each case fills a real cache with tokens whose states encode their position, crops it, and compares everything the
+cache exposes (tensors, side tensors, conv / recurrent / compressor states, `cumulative_length`, `get_seq_length()`,
+`get_mask_sizes()`) with a fresh cache of the same type that received only the tokens the contract says to keep. A crop
+that succeeds is then followed by an append to both caches, which must return and hold the same states. A crop that
+raises must leave every layer bit-identical.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import warnings
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import torch
+
+from . import patcher
+
+
+DEFAULT_OUTPUT = Path("docs/source/en/cache_crop_audit.md")
+ARGUMENTS = (2, 0, -1, -3, -5)
+KERNEL = 2  # conv kernel size of the linear attention layers (3-token caches can then roll back a token)
+WINDOW = 4  # sliding window of the sliding layers
+MAX_CACHE_LEN = 8  # of the static layers
+RESIDUAL_LENGTH = 2  # of the quantized layers: 3 tokens cross the residual part into the quantized one
+APPEND = 2  # tokens appended after a successful crop
+CORRECT, REFUSED, INCONSISTENT, CRASH = "correct", "raises clearly", "INCONSISTENT", "crash"
+# Errors that are bugs rather than refusals, whatever their message says
+_CRASH_TYPES = (AttributeError, IndexError, KeyError, ZeroDivisionError, AssertionError, UnboundLocalError)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Token-coded states: the token at position `p` has code `p + 1` (0 marks an empty static slot)
+
+
+def _code(position: int) -> float:
+    return float(position + 1)
+
+
+def _attention_states(start: int, count: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Key and value states `[1, 1, count, 1]`: keys hold the codes, values their negation."""
+    keys = torch.tensor([_code(p) for p in range(start, start + count)]).reshape(1, 1, count, 1)
+    return keys, -keys
+
+
+def _decode(tensor: torch.Tensor | None, axis: int) -> tuple | None:
+    """The token positions stored along `axis` of a token-coded tensor (`_` for an empty slot), or `None`."""
+    if tensor is None:
+        return None
+    if isinstance(tensor, (tuple, list)):  # quantized tensors of other backends: not decoded
+        return ("<quantized>",)
+    if tensor.numel() == 0:
+        return ()
+    rows = tensor.detach().movedim(axis, 0).reshape(tensor.shape[axis], -1) if tensor.dim() else tensor.reshape(1, 1)
+    decoded = []
+    for row in rows:
+        value = float(row.abs().max()) if row.numel() else 0.0
+        if value == 0:
+            decoded.append("_")
+        elif value == int(value):
+            decoded.append(int(value) - 1)
+        else:
+            decoded.append(round(value - 1, 3))
+    return tuple(decoded)
+
+
+_classes_cache: SimpleNamespace | None = None
+
+
+def _classes() -> SimpleNamespace:
+    """The transformers classes the audit builds, imported on first use (model modules are patched when imported)."""
+    global _classes_cache
+    if _classes_cache is not None:
+        return _classes_cache
+    from transformers import cache_utils
+    from transformers.models.deepseek_v4 import modeling_deepseek_v4
+    from transformers.models.deepseek_v4.configuration_deepseek_v4 import DeepseekV4Config
+    from transformers.models.llama.configuration_llama import LlamaConfig
+    from transformers.models.minimax import modeling_minimax
+    from transformers.models.minimax_m3_vl import modeling_minimax_m3_vl
+    from transformers.models.mistral.configuration_mistral import MistralConfig
+
+    class IdentityQuantizedLayer(cache_utils.QuantizedLayer):
+        """A `QuantizedLayer` whose "quantization" is exact, so that its crop can be checked token by token."""
+
+        def _quantize(self, tensor, axis):
+            return tensor.clone()
+
+        def _dequantize(self, q_tensor):
+            return q_tensor
+
+    names = {name: getattr(cache_utils, name) for name in dir(cache_utils) if not name.startswith("_")}
+    names.update(
+        IdentityQuantizedLayer=IdentityQuantizedLayer,
+        DeepseekV4Config=DeepseekV4Config,
+        DeepseekV4HCACache=modeling_deepseek_v4.DeepseekV4HCACache,
+        DeepseekV4CSACache=modeling_deepseek_v4.DeepseekV4CSACache,
+        LlamaConfig=LlamaConfig,
+        MistralConfig=MistralConfig,
+        MiniMaxCache=modeling_minimax.MiniMaxCache,
+        MiniMaxM3VLSparseCacheLayer=modeling_minimax_m3_vl.MiniMaxM3VLSparseCacheLayer,
+        MiniMaxM3VLSparseStaticCacheLayer=modeling_minimax_m3_vl.MiniMaxM3VLSparseStaticCacheLayer,
+    )
+    _classes_cache = SimpleNamespace(**names)
+    return _classes_cache
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Feeding tokens to a cache, as the models do
+
+
+@dataclass(frozen=True)
+class Setup:
+    """How to build and fill one cache.
+
+    Args:
+        make: builds the (empty) cache.
+        linear: what the linear attention parts receive per update: `"conv"`, `"conv+recurrent"` or `"none"` (a
+            placeholder layer that never receives states).
+        record_past: call `activate_past_recording()` on the cache before filling it.
+        kernel: conv kernel size of the linear attention parts.
+    """
+
+    make: Callable
+    linear: str = "conv"
+    record_past: bool = True
+    kernel: int = KERNEL
+
+
+def _self_attention(cache):
+    return getattr(cache, "self_attention_cache", cache)
+
+
+def _build(setup: Setup, chunks: tuple[int, ...]):
+    """A cache built by `setup` that received `sum(chunks)` tokens, in updates of `chunks[i]` tokens."""
+    cache = setup.make()
+    if setup.record_past:
+        cache.activate_past_recording()
+    start = 0
+    for count in chunks:
+        _append(cache, setup, start, count)
+        start += count
+    return cache
+
+
+def _append(cache, setup: Setup, start: int, count: int) -> list:
+    """Appends the tokens `start ... start + count - 1` to every layer; returns what the update methods returned."""
+    c = _classes()
+    outputs = []
+    target = _self_attention(cache)
+    for layer_idx, layer in enumerate(target.layers):
+        keys, values = _attention_states(start, count)
+        if isinstance(layer, c.CacheLayerMixin):
+            if hasattr(layer, "store_compression_weights"):
+                # DeepSeek-V4: shared-KV attention, and the compressor(s) fed with the same tokens
+                returned = target.update(keys, keys, layer_idx)
+                outputs.append(("keys", _decode(returned[0], -2)))
+                outputs.extend(_feed_compressors(layer, start, count))
+            else:
+                returned = target.update(keys, values, layer_idx)
+                outputs.append(("keys", _decode(returned[0], -2)))
+                outputs.append(("values", _decode(returned[1], -2)))
+            if hasattr(layer, "update_indexer"):
+                outputs.append(("indexer", _decode(target.update_indexer(keys[:, 0].clone(), layer_idx), 1)))
+            if hasattr(layer, "update_index"):
+                outputs.append(("idx", _decode(layer.update_index(keys.clone()), -2)))
+        if isinstance(layer, c.LinearAttentionCacheLayerMixin) and setup.linear != "none":
+            for state_idx in range(layer.number_of_states):
+                # Like Inkling: the conv input of the new tokens (2 channels), with the kernel size
+                conv = torch.tensor([_code(p) for p in range(start, start + count)]).expand(1, 2, count).clone()
+                returned = target.update_conv_state(
+                    conv, layer_idx, state_idx=state_idx, conv_kernel_size=setup.kernel
+                )
+                outputs.append((f"conv[{state_idx}]", _window(returned, setup.kernel)))
+                if setup.linear == "conv+recurrent":
+                    # A recurrent state summarizes every token seen: here, their number
+                    summary = float(start + count)
+                    target.update_recurrent_state(torch.full((1, 2), summary), layer_idx, state_idx=state_idx)
+    if hasattr(cache, "set_linear_cache"):  # MiniMaxCache: one linear attention layer after the attention ones
+        summary = float(start + count)
+        cache.set_linear_cache(len(target.layers), torch.full((1, 2), summary))
+    return outputs
+
+
+def _feed_compressors(layer, start: int, count: int) -> list:
+    """Feeds the DeepSeek-V4 compressor(s) of `layer` like the model does; the "compressed" entry of a window is the
+    mean of its codes."""
+    outputs = []
+    for name in list(layer.buffer_kv):
+        kv = torch.tensor([_code(p) for p in range(start, start + count)]).reshape(1, count, 1).expand(1, count, 4)
+        chunk_kv, chunk_gate, first_position = layer.store_compression_weights(name, kv.clone(), -kv.clone())
+        windows = chunk_kv.shape[1] // layer.compress_rate
+        compressed = chunk_kv.reshape(1, windows, layer.compress_rate, 4).mean(dim=2)
+        if hasattr(layer, "update_overlap_state") and windows > 0:
+            chunk_kv = chunk_kv.reshape(1, windows, layer.compress_rate, 4)
+            chunk_gate = chunk_gate.reshape(1, windows, layer.compress_rate, 4)
+            prior_kv, _ = layer.update_overlap_state(name, chunk_kv, chunk_gate, head_dim=2)
+            outputs.append((f"{name}.overlap_prior", _decode(prior_kv, 1)))
+        returned = layer.update_compressor_states(name, compressed)
+        outputs.append((f"{name}.window_start", first_position))
+        outputs.append((f"{name}.compressed", _decode(returned, 1)))
+    return outputs
+
+
+def _window(conv_states: torch.Tensor | None, kernel: int) -> tuple | None:
+    """The last `kernel` columns of conv states (zero-padded on the left): what the next conv step reads."""
+    if conv_states is None:
+        return None
+    if conv_states.shape[-1] < kernel:
+        conv_states = torch.nn.functional.pad(conv_states, (kernel - conv_states.shape[-1], 0))
+    return _decode(conv_states[..., -kernel:], -1)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# What a cache exposes
+
+
+def _observe(cache, setup: Setup) -> dict:
+    """Everything a model can read from `cache`, as plain values (token positions for token-coded tensors)."""
+    c = _classes()
+    target = _self_attention(cache)
+    seen = {}
+    try:
+        seen["get_seq_length()"] = int(cache.get_seq_length())
+    except Exception as error:  # a cache of linear attention layers only has no length
+        seen["get_seq_length()"] = type(error).__name__
+    for layer_idx, layer in enumerate(target.layers):
+        prefix = f"layer {layer_idx} " if len(target.layers) > 1 else ""
+        if isinstance(layer, c.CacheLayerMixin):
+            seen.update(_observe_attention(cache, layer, layer_idx, prefix))
+        if isinstance(layer, c.LinearAttentionCacheLayerMixin):
+            seen.update(_observe_linear(layer, setup, prefix))
+    if hasattr(cache, "cross_attention_cache"):
+        seen["cross-attention keys"] = _decode(cache.cross_attention_cache.layers[0].keys, -2)
+    if hasattr(cache, "linear_cache"):
+        seen["linear_cache"] = [
+            int(state.max()) if isinstance(state, torch.Tensor) else None for state in cache.linear_cache
+        ]
+    return seen
+
+
+def _observe_attention(cache, layer, layer_idx: int, prefix: str) -> dict:
+    seen = {f"{prefix}get_seq_length()": int(layer.get_seq_length())}
+    seen.update(_observe_attention_states(layer, prefix))
+    seen[f"{prefix}get_mask_sizes(1)"] = tuple(int(x) for x in cache.get_mask_sizes(1, layer_idx))
+    seen[f"{prefix}get_mask_sizes(3)"] = tuple(int(x) for x in cache.get_mask_sizes(3, layer_idx))
+    return seen
+
+
+def _observe_attention_states(layer, prefix: str) -> dict:
+    c = _classes()
+    seen = {}
+    if isinstance(layer, c.QuantizedLayer):
+        # What the next `update` returns before the new tokens: dequantized part, then the residual one
+        if layer.is_initialized:
+            parts = [layer._dequantize(layer._quantized_keys)]
+            if layer.keys.dim() == 4:
+                parts.append(layer.keys)
+            seen[f"{prefix}keys (dequantized + residual)"] = _decode(torch.cat(parts, dim=-2), -2)
+        else:
+            seen[f"{prefix}keys (dequantized + residual)"] = ()
+        seen[f"{prefix}cumulative_length"] = layer.cumulative_length
+        return seen
+    keys = layer.keys if layer.is_initialized else None
+    values = layer.values if layer.is_initialized else None
+    if isinstance(layer, c.StaticLayer) and keys is None:
+        # A static layer that was never updated holds the same as one whose slots are all empty
+        keys = values = torch.zeros(1, 1, layer.max_cache_len, 1)
+    if keys is None:
+        keys = values = torch.zeros(1, 1, 0, 1)
+    seen[f"{prefix}keys"] = _decode(keys, -2)
+    if not hasattr(layer, "store_compression_weights"):  # DeepSeek-V4 shares keys and values
+        seen[f"{prefix}values"] = _decode(values, -2)
+    for name in ("cumulative_length", "cumulative_length_int", "indexer_cumulative_length", "idx_cumulative_length"):
+        if hasattr(layer, name):
+            seen[f"{prefix}{name}"] = int(getattr(layer, name))
+    if hasattr(layer, "indexer_keys"):
+        indexer = layer.indexer_keys if layer.is_indexer_initialized else None
+        if isinstance(layer, c.StaticLayer) and indexer is None:
+            indexer = torch.zeros(1, layer.max_cache_len, 1)
+        seen[f"{prefix}indexer_keys"] = _decode(indexer, 1) if indexer is not None else ()
+    if hasattr(layer, "idx_keys"):
+        idx = layer.idx_keys
+        if isinstance(layer, c.StaticLayer) and idx is None:
+            idx = torch.zeros(1, 1, layer.max_cache_len, 1)
+        seen[f"{prefix}idx_keys"] = _decode(idx, -2) if idx is not None else ()
+    if hasattr(layer, "buffer_kv"):
+        for name in layer.buffer_kv:
+            for attribute in ("buffer_kv", "buffer_gate", "compressed_kv", "overlap_kv", "overlap_gate"):
+                if hasattr(layer, attribute):
+                    value = getattr(layer, attribute)[name]
+                    seen[f"{prefix}{attribute}[{name}]"] = _decode(value, 1) if value is not None else ()
+            seen[f"{prefix}entry_count[{name}]"] = layer.entry_count[name]
+    return seen
+
+
+def _observe_linear(layer, setup: Setup, prefix: str) -> dict:
+    seen = {}
+    for state_idx in range(layer.number_of_states):
+        has_previous = bool(layer.has_previous_state[state_idx])
+        seen[f"{prefix}has_previous_state[{state_idx}]"] = has_previous
+        # Models only read the states of a layer that has previous state
+        if has_previous:
+            seen[f"{prefix}conv window[{state_idx}]"] = _window(layer.conv_states[state_idx], setup.kernel)
+            if layer.is_recurrent_states_initialized[state_idx]:
+                # The number of tokens it summarizes
+                seen[f"{prefix}recurrent state[{state_idx}]"] = int(layer.recurrent_states[state_idx].max())
+    return seen
+
+
+def _snapshot(cache) -> dict:
+    """A deep copy of the raw attributes of every layer (and of the cache's own tensors), to check atomicity."""
+    layers = _self_attention(cache).layers
+    objects = {f"layer {idx}" if len(layers) > 1 else "the layer": layer for idx, layer in enumerate(layers)}
+    objects["the cache"] = cache
+    if hasattr(cache, "cross_attention_cache"):
+        objects["the cross-attention cache"] = cache.cross_attention_cache.layers[0]
+    return {name: _copy(vars(obj)) for name, obj in objects.items()}
+
+
+def _copy(value):
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, dict):
+        return {key: _copy(item) for key, item in value.items() if key != "layers"}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_copy(item) for item in value)
+    return value
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return (
+            isinstance(a, torch.Tensor)
+            and isinstance(b, torch.Tensor)
+            and a.shape == b.shape
+            and a.dtype == b.dtype
+            and torch.equal(a, b)
+        )
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[key], b[key]) for key in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    try:
+        return bool(a == b)
+    except Exception:
+        return a is b
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Running one case
+
+
+@dataclass(frozen=True)
+class Case:
+    """One row of the audit: a cache filled with `chunks`, cropped with `call` (a description and a function)."""
+
+    family: str
+    scenario: str
+    argument: str
+    setup: Setup
+    chunks: tuple[int, ...]
+    call: Callable
+    kept: int | None  # tokens the contract keeps (`None`: the crop must raise)
+    expect_error: type | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    kind: str  # CORRECT, REFUSED, INCONSISTENT or CRASH
+    detail: str = ""
+
+    def __str__(self) -> str:
+        if self.kind == CORRECT:
+            return CORRECT
+        if self.kind == REFUSED:
+            return f"{REFUSED} ({self.detail})"
+        return f"{self.kind}: {self.detail}"
+
+
+def run_case(case: Case) -> Outcome:
+    try:
+        cache = _build(case.setup, case.chunks)
+    except Exception as error:  # pragma: no cover - the audit's own setup failed
+        return Outcome(CRASH, f"setup failed: {_describe_error(error)}")
+    before = _snapshot(cache)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            case.call(cache)
+    except Exception as error:
+        changed = _changed_layers(before, _snapshot(cache))
+        if changed:
+            return Outcome(INCONSISTENT, f"raised {type(error).__name__} after changing {changed}")
+        if _is_crash(error):
+            return Outcome(CRASH, _describe_error(error))
+        if case.expect_error is not None and not isinstance(error, case.expect_error):
+            return Outcome(CRASH, f"expected {case.expect_error.__name__}, got {_describe_error(error)}")
+        return Outcome(REFUSED, type(error).__name__)
+    if case.kept is None:
+        return Outcome(INCONSISTENT, f"not refused, now {_summary(cache, case.setup)}")
+    return _compare_with_reference(case, cache)
+
+
+def _compare_with_reference(case: Case, cache) -> Outcome:
+    reference = _build(case.setup, _truncate(case.chunks, case.kept))
+    differences = _differences(_observe(cache, case.setup), _observe(reference, case.setup))
+    if differences:
+        return Outcome(INCONSISTENT, differences)
+    try:
+        returned = _append(cache, case.setup, case.kept, APPEND)
+    except Exception as error:
+        return Outcome(CRASH, f"next update raised {_describe_error(error)}")
+    expected = _append(reference, case.setup, case.kept, APPEND)
+    differences = _differences(dict(returned), dict(expected)) or _differences(
+        _observe(cache, case.setup), _observe(reference, case.setup)
+    )
+    if differences:
+        return Outcome(INCONSISTENT, f"after the next update: {differences}")
+    return Outcome(CORRECT)
+
+
+def _truncate(chunks: tuple[int, ...], kept: int) -> tuple[int, ...]:
+    """The same update pattern, stopped after `kept` tokens."""
+    truncated, total = [], 0
+    for count in chunks:
+        if total >= kept:
+            break
+        truncated.append(min(count, kept - total))
+        total += truncated[-1]
+    return tuple(truncated)
+
+
+def _differences(got: dict, expected: dict) -> str:
+    parts = []
+    for name in list(expected) + [name for name in got if name not in expected]:
+        if not _same(got.get(name), expected.get(name)):
+            parts.append(f"{name} {_show(got.get(name))}, expected {_show(expected.get(name))}")
+    if len(parts) > 3:
+        parts = parts[:3] + [f"{len(parts) - 3} more"]
+    return "; ".join(parts)
+
+
+def _show(value) -> str:
+    if isinstance(value, tuple) and all(isinstance(x, (int, float, str)) for x in value):
+        shown = ",".join(str(x) for x in value)
+        return f"[{shown}]" if len(shown) <= 40 else f"[{shown[:37]}...]"
+    return str(value)
+
+
+def _summary(cache, setup: Setup) -> str:
+    seen = _observe(cache, setup)
+    return ", ".join(f"{name} {_show(value)}" for name, value in list(seen.items())[:2])
+
+
+def _changed_layers(before: dict, after: dict) -> str:
+    return ", ".join(name for name in before if not _same(before[name], after[name]))
+
+
+def _is_crash(error: Exception) -> bool:
+    if isinstance(error, _CRASH_TYPES):
+        return True
+    # A `TypeError` that does not come from the argument check (e.g. `None` reached an arithmetic operation)
+    return isinstance(error, TypeError) and "crop" not in str(error)
+
+
+def _describe_error(error: Exception) -> str:
+    message = " ".join(str(error).split())
+    if len(message) > 90:
+        message = message[:87] + "..."
+    return f"{type(error).__name__}: {message}".replace("|", "\\|")
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The cases
+
+
+def _crop(*args, **kwargs) -> Callable:
+    return lambda cache: cache.crop(*args, **kwargs)
+
+
+def _kept(argument: int, length: int) -> int:
+    return max(length + argument, 0) if argument < 0 else min(argument, length)
+
+
+def _argument_cases(family, scenario, setup, chunks, arguments=ARGUMENTS, refuse=()) -> list[Case]:
+    """`crop(argument)` for each argument; `refuse` lists the arguments that the contract cannot honour exactly."""
+    length = sum(chunks)
+    return [
+        Case(
+            family,
+            scenario,
+            f"`crop({argument})`",
+            setup,
+            chunks,
+            _crop(argument),
+            None if argument in refuse else _kept(argument, length),
+        )
+        for argument in arguments
+    ]
+
+
+def _layers(*factories) -> Callable:
+    c = _classes()
+
+    def make():
+        return c.Cache(layers=[factory() for factory in factories])
+
+    return make
+
+
+def _tiny_configs():
+    c = _classes()
+    common = {"vocab_size": 16, "hidden_size": 8, "num_attention_heads": 1, "num_key_value_heads": 1, "head_dim": 1}
+    llama = c.LlamaConfig(num_hidden_layers=2, **common)
+    mistral = c.MistralConfig(num_hidden_layers=2, sliding_window=WINDOW, **common)
+    deepseek = c.DeepseekV4Config(
+        num_hidden_layers=2,
+        layer_types=["heavily_compressed_attention", "compressed_sparse_attention"],
+        compress_rates={"compressed_sparse_attention": 2, "heavily_compressed_attention": 4},
+        sliding_window=MAX_CACHE_LEN,
+    )
+    return llama, mistral, deepseek
+
+
+def cases() -> list[Case]:
+    c = _classes()
+    llama, mistral, deepseek = _tiny_configs()
+    all_cases: list[Case] = []
+
+    def add(family, scenario, setup, chunks, arguments=ARGUMENTS, refuse=()):
+        all_cases.extend(_argument_cases(family, scenario, setup, chunks, arguments, refuse))
+
+    three, steps, six = (3,), (1, 1, 1), (1,) * 6
+
+    # Dynamic layers
+    add("DynamicLayer", "3 tokens", Setup(_layers(c.DynamicLayer)), three)
+    sliding = Setup(_layers(lambda: c.DynamicSlidingWindowLayer(sliding_window=WINDOW)))
+    add(f"DynamicSlidingWindowLayer (window {WINDOW})", "3 tokens (below the window)", sliding, three)
+    add(
+        f"DynamicSlidingWindowLayer (window {WINDOW})",
+        "4 tokens, 1 by 1 (window reached)",
+        sliding,
+        (1,) * 4,
+        (2, 0, -1, -4, -6),
+        refuse=(2, -1),
+    )
+    add(
+        f"DynamicSlidingWindowLayer (window {WINDOW})",
+        "6 tokens, 1 by 1 (beyond the window)",
+        sliding,
+        six,
+        (2, 0, -1, -3, -6, -9),
+        refuse=(2, -1, -3),
+    )
+    add("DynamicIndexedLayer", "3 tokens", Setup(_layers(c.DynamicIndexedLayer)), three)
+
+    # Static layers
+    static = Setup(_layers(lambda: c.StaticLayer(max_cache_len=MAX_CACHE_LEN)))
+    add(f"StaticLayer (max_cache_len {MAX_CACHE_LEN})", "3 tokens", static, three)
+    add(f"StaticLayer (max_cache_len {MAX_CACHE_LEN})", "3 tokens, 1 by 1", static, steps)
+    static_sliding = Setup(
+        _layers(lambda: c.StaticSlidingWindowLayer(max_cache_len=MAX_CACHE_LEN, sliding_window=WINDOW))
+    )
+    family = f"StaticSlidingWindowLayer (window {WINDOW})"
+    add(family, "3 tokens (below the window)", static_sliding, three)
+    add(family, "4 tokens, 1 by 1 (at the window)", static_sliding, (1,) * 4, (2, 0, -1, -4, -6))
+    add(
+        family, "6 tokens, 1 by 1 (beyond the window)", static_sliding, six, (2, 0, -1, -3, -6, -9), refuse=(2, -1, -3)
+    )
+    add(
+        f"StaticIndexedLayer (max_cache_len {MAX_CACHE_LEN})",
+        "3 tokens",
+        Setup(_layers(lambda: c.StaticIndexedLayer(max_cache_len=MAX_CACHE_LEN))),
+        three,
+    )
+
+    # Quantized layers
+    quantized = Setup(_layers(lambda: c.IdentityQuantizedLayer(residual_length=RESIDUAL_LENGTH)))
+    family = f"QuantizedLayer (exact test quantizer, residual_length {RESIDUAL_LENGTH})"
+    add(family, "3 tokens at once (all quantized)", quantized, three)
+    add(family, "3 tokens, 1 by 1 (quantized + residual)", quantized, steps)
+    add(family, "5 tokens, 1 by 1", quantized, (1,) * 5, (2, 0, -1, -2, -3, -5))
+    add(
+        "QuantizedLayer (exact test quantizer, residual_length 8)",
+        "3 tokens, 1 by 1 (1 quantized + 2 residual)",
+        Setup(_layers(lambda: c.IdentityQuantizedLayer(residual_length=8))),
+        steps,
+    )
+
+    # Linear attention layers, next to a full-attention layer (as in hybrid models)
+    def linear_setup(linear="conv", record_past=True, kernel=KERNEL):
+        return Setup(_layers(c.DynamicLayer, c.LinearAttentionLayer), linear, record_past, kernel)
+
+    family = f"LinearAttentionLayer (conv kernel {KERNEL}), after a DynamicLayer"
+    add(family, "conv states, past recorded, 3 tokens", linear_setup(), three, refuse=())
+    add(family, "conv states, past recorded, 3 tokens, 1 by 1", linear_setup(), steps)
+    add(family, "conv + recurrent states, past recorded", linear_setup("conv+recurrent"), three, refuse=(2, -1))
+    add(family, "conv states, past not recorded", linear_setup(record_past=False), three, refuse=(2, -1))
+    add(family, "conv kernel 4 (longer than the recorded past)", linear_setup(kernel=4), three, refuse=(2, -1))
+    add(family, "never updated (a `moe` placeholder)", linear_setup("none"), three)
+    linear_only = Setup(_layers(c.LinearAttentionLayer, c.LinearAttentionLayer))
+    add(
+        "Cache of LinearAttentionLayers only (no sequence length)",
+        "conv states, past recorded, 3 tokens",
+        linear_only,
+        three,
+        (2, 0, -1, -3),
+        refuse=(2, -3),
+    )
+
+    # Hybrid layers (linear attention and attention in one layer)
+    hybrids = [
+        ("LinearAttentionAndFullAttentionLayer", lambda: c.LinearAttentionAndFullAttentionLayer()),
+        (
+            f"LinearAttentionAndSlidingWindowAttentionLayer (window {WINDOW})",
+            lambda: c.LinearAttentionAndSlidingWindowAttentionLayer(sliding_window=WINDOW),
+        ),
+        (
+            f"LinearAttentionAndStaticFullAttentionLayer (max_cache_len {MAX_CACHE_LEN})",
+            lambda: c.LinearAttentionAndStaticFullAttentionLayer(max_cache_len=MAX_CACHE_LEN),
+        ),
+        (
+            f"LinearAttentionAndStaticSlidingWindowAttentionLayer (window {WINDOW})",
+            lambda: c.LinearAttentionAndStaticSlidingWindowAttentionLayer(
+                max_cache_len=MAX_CACHE_LEN, sliding_window=WINDOW
+            ),
+        ),
+    ]
+    for family, factory in hybrids:
+        add(family, "conv states, past recorded", Setup(_layers(factory)), three)
+        add(family, "conv + recurrent states", Setup(_layers(factory), "conv+recurrent"), three, refuse=(2, -1))
+        if "Sliding" in family:
+            add(family, "6 tokens, 1 by 1 (beyond the window)", Setup(_layers(factory)), six, (-1, -6), refuse=(-1,))
+
+    # Model-specific layers and caches
+    add(
+        "MiniMaxM3VLSparseCacheLayer",
+        "3 tokens",
+        Setup(_layers(c.MiniMaxM3VLSparseCacheLayer)),
+        three,
+    )
+    add(
+        f"MiniMaxM3VLSparseStaticCacheLayer (max_cache_len {MAX_CACHE_LEN})",
+        "3 tokens",
+        Setup(_layers(lambda: c.MiniMaxM3VLSparseStaticCacheLayer(max_cache_len=MAX_CACHE_LEN))),
+        three,
+    )
+    add(
+        "MiniMaxCache (attention + lightning attention)",
+        "3 tokens",
+        Setup(_minimax_cache, record_past=False),
+        three,
+        refuse=ARGUMENTS,
+    )
+    hca = Setup(_layers(lambda: c.DeepseekV4HCACache(deepseek)))
+    family = "DeepseekV4HCACache (compress rate 4)"
+    add(family, "3 tokens (all in the compressor buffer)", hca, three)
+    add(family, "6 tokens: 1 compressed entry + 2 buffered", hca, (6,), (-1, -2, -3, -6, 0), refuse=(-3,))
+    csa = Setup(_layers(lambda: c.DeepseekV4CSACache(deepseek)))
+    family = "DeepseekV4CSACache (compress rate 2)"
+    add(family, "3 tokens: 1 compressed entry + 1 buffered", csa, three)
+    add(family, "5 tokens, 1 by 1", csa, (1,) * 5, (-1, -2, -5, 0), refuse=(-2,))
+
+    # Whole caches
+    add("DynamicCache()", "2 layers, 3 tokens", Setup(lambda: _filled_layers(c.DynamicCache(), 2)), three)
+    add(
+        f"DynamicCache(config) with sliding layers (window {WINDOW})",
+        "6 tokens, 1 by 1 (beyond the window)",
+        Setup(lambda: c.DynamicCache(config=mistral)),
+        six,
+        (-1, -6, 0),
+        refuse=(-1,),
+    )
+    add(
+        f"StaticCache(config, max_cache_len={MAX_CACHE_LEN})",
+        "3 tokens",
+        Setup(lambda: c.StaticCache(config=llama, max_cache_len=MAX_CACHE_LEN)),
+        three,
+    )
+    add(
+        "EncoderDecoderCache (self-attention cropped, cross-attention kept)",
+        "3 tokens",
+        Setup(_encoder_decoder_cache),
+        three,
+    )
+    add("MtpCache", "2 layers, 3 tokens", Setup(lambda: _filled_layers(c.MtpCache(), 2)), three)
+    add(
+        "DynamicCache(config) of DeepSeek-V4 (HCA + CSA layers)",
+        "3 tokens",
+        Setup(lambda: c.DynamicCache(config=deepseek)),
+        three,
+    )
+
+    # Arguments
+    family = "Arguments (`DynamicCache`, 3 tokens)"
+    dynamic = Setup(lambda: _filled_layers(c.DynamicCache(), 1))
+    bad = [
+        ("`crop(True)`", _crop(True)),
+        ("`crop(-1.0)`", _crop(-1.0)),
+        ('`crop("-1")`', _crop("-1")),
+        ("`crop(None)`", _crop(None)),
+        ("`crop(torch.tensor([-1, -2]))`", _crop(torch.tensor([-1, -2]))),
+        ("`crop(torch.tensor([-1]))`", _crop(torch.tensor([-1]))),
+        ("`crop(torch.tensor(True))`", _crop(torch.tensor(True))),
+        ("`crop(-1, tokens_to_remove=-1)`", _crop(-1, tokens_to_remove=-1)),
+    ]
+    for argument, call in bad:
+        all_cases.append(Case(family, "invalid", argument, dynamic, three, call, None, TypeError))
+    valid = [
+        ("`crop(torch.tensor(-1))` (as `generate` passes it)", _crop(torch.tensor(-1)), 2),
+        ("`crop(np.int64(-1))`", _crop(np.int64(-1)), 2),
+        ("`crop(tokens_to_remove=-1)`", _crop(tokens_to_remove=-1), 2),
+        ("`crop(tokens_to_remove=0)` (5.15 meaning: nothing)", _crop(tokens_to_remove=0), 3),
+        ("`crop(-0)`", _crop(-0), 0),
+    ]
+    for argument, call, kept in valid:
+        all_cases.append(Case(family, "valid", argument, dynamic, three, call, kept))
+    return all_cases
+
+
+def _filled_layers(cache, num_layers: int):
+    """A `DynamicCache` / `MtpCache` whose `num_layers` layers exist before the first update."""
+    c = _classes()
+    cache.layers = [c.DynamicLayer() for _ in range(num_layers)]
+    cache.layer_class_to_replicate = None
+    return cache
+
+
+def _minimax_cache():
+    """A `MiniMaxCache` with one attention layer (its lightning attention state is set after it by `_append`)."""
+    c = _classes()
+    return _filled_layers(c.MiniMaxCache(), 1)
+
+
+def _encoder_decoder_cache():
+    c = _classes()
+    cache = c.EncoderDecoderCache(_filled_layers(c.DynamicCache(), 1), _filled_layers(c.DynamicCache(), 1))
+    cross_keys, cross_values = _attention_states(100, 5)
+    cache.cross_attention_cache.update(cross_keys, cross_values, 0)
+    return cache
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Stock vs fixed, and the report
+
+
+@dataclass(frozen=True)
+class Row:
+    case: Case
+    stock: Outcome
+    fixed: Outcome
+
+
+@contextlib.contextmanager
+def _fix_state(active: bool):
+    """Runs the block with the fix applied (`True`) or reverted, then restores the state found on entry."""
+    was_active = patcher.is_active()
+    if active:
+        patcher.apply()
+    else:
+        patcher.revert()
+    try:
+        yield
+    finally:
+        if was_active:
+            patcher.apply()
+        else:
+            patcher.revert()
+
+
+def run() -> list[Row]:
+    """Runs every case on stock transformers and with the fix, in this process."""
+    _classes()  # import the model modules first: `apply()` then patches them too
+    all_cases = cases()
+    torch.manual_seed(0)
+    with _fix_state(False):
+        stock = [run_case(case) for case in all_cases]
+    with _fix_state(True):
+        fixed = [run_case(case) for case in all_cases]
+    return [Row(case, s, f) for case, s, f in zip(all_cases, stock, fixed)]
+
+
+def counts(rows: list[Row], side: str) -> Counter:
+    return Counter(getattr(row, side).kind for row in rows)
+
+
+def summary_line(rows: list[Row]) -> str:
+    def describe(side):
+        found = counts(rows, side)
+        return (
+            f"{found[CORRECT]} correct, {found[REFUSED]} refused clearly, {found[INCONSISTENT]} inconsistent, "
+            f"{found[CRASH]} crashes"
+        )
+
+    return f"fixed: {describe('fixed')}; stock {_stock_label()}: {describe('stock')} (of {len(rows)} cases)"
+
+
+def _stock_label() -> str:
+    import transformers
+
+    return transformers.__version__
+
+
+def render(rows: list[Row]) -> str:
+    lines = [
+        "# `Cache.crop` audit: every cache layer type, stock vs fixed",
+        "",
+        "<!-- Generated by `python -m cache_crop_fix audit`: do not edit by hand. -->",
+        "",
+        f"transformers {_stock_label()}, torch {torch.__version__.split('+')[0]}. **{summary_line(rows)}.**",
+        "",
+        "Each case fills a real cache with tokens whose states encode their position, calls `crop`, and compares "
+        "everything a model can read from the cache (key/value tensors, indexer and index keys, conv and recurrent "
+        "states, compressor buffers, `cumulative_length`, `get_seq_length()`, `get_mask_sizes()`) with a fresh cache "
+        "of the same type that received only the tokens the contract keeps. A crop that succeeds is followed by an "
+        f"update of {APPEND} more tokens on both caches, which must return and hold the same states (so every full "
+        "rollback is checked with an append). A crop that raises must leave every layer bit-identical.",
+        "",
+        "- **correct**: the cache holds exactly what the contract says, and the next update lands right.",
+        "- **raises clearly (Error)**: the crop was refused with that error, before anything changed.",
+        "- **INCONSISTENT**: the cache disagrees with the kept tokens (what disagrees is listed), or a crop that "
+        "raised had changed it.",
+        "- **crash**: an error that is a bug (e.g. `AttributeError`, `IndexError`), not a refusal.",
+        "",
+        f"Linear attention layers use a conv kernel of {KERNEL} and receive conv inputs like Inkling's short "
+        "convolutions (and, where stated, a recurrent state that counts the tokens it has seen). Quantized layers use "
+        "an exact test quantizer (the real `optimum-quanto` / `HQQ` backends are optional dependencies, tested in "
+        "`tests/utils/test_cache_layers_audit.py` when installed).",
+    ]
+    family = None
+    for row in rows:
+        case = row.case
+        if case.family != family:
+            family = case.family
+            header = f"| setup | call | stock {_stock_label()} | fixed |"
+            lines += ["", f"### {family}", "", header, "|---|---|---|---|"]
+        lines.append(f"| {case.scenario} | {case.argument} | {row.stock} | {row.fixed} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m cache_crop_fix audit [--output PATH | --stdout | --check]`.
+
+    Writes the audit (by default to `docs/source/en/cache_crop_audit.md`, relative to the current directory), prints
+    it (`--stdout`), or checks that the file is up to date without writing it (`--check`). Returns 0 when the fixed
+    column has no inconsistent case and no crash (and, with `--check`, the file is up to date), 1 otherwise, and 2 when
+    the installed transformers is not supported.
+    """
+    parser = argparse.ArgumentParser(prog="python -m cache_crop_fix audit", description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--output", type=Path, default=DEFAULT_OUTPUT, help=f"the Markdown file (default: {DEFAULT_OUTPUT})"
+    )
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--stdout", action="store_true", help="print the audit instead of writing it")
+    mode.add_argument("--check", action="store_true", help="fail if the file is not up to date (writes nothing)")
+    args = parser.parse_args(argv)
+
+    try:
+        rows = run()
+    except patcher.UnsupportedTransformersError as error:
+        print(f"cannot audit: {error}", file=sys.stderr)
+        return 2
+    text = render(rows)
+    status = 0
+    if args.stdout:
+        sys.stdout.write(text)
+    elif args.check:
+        current = args.output.read_text() if args.output.exists() else None
+        if current != text:
+            print(f"{args.output} is out of date: run `python -m cache_crop_fix audit`.", file=sys.stderr)
+            status = 1
+    else:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(text)
+        print(f"wrote {args.output}")
+    print(summary_line(rows), file=sys.stderr if args.stdout else sys.stdout)
+    problems = [row for row in rows if row.fixed.kind in (INCONSISTENT, CRASH)]
+    for row in problems:
+        print(f"fixed: {row.case.family}, {row.case.scenario}, {row.case.argument}: {row.fixed}", file=sys.stderr)
+    return 1 if problems else status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
