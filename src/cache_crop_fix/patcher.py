@@ -268,22 +268,20 @@ def _plan(name: str) -> Iterator[Patch]:
             functions.append(inspect.unwrap(_unwrap(value)))
             original = vars(target).get(attribute, MISSING)
             yield Patch(target, attribute, _rebind(value, upstream, target), original)
-    yield from _plan_globals(functions, ours, upstream)
+    yield from _plan_globals(functions, {helper.__name__ for helper in helpers}, ours, upstream)
 
 
 def _plan_globals(
-    functions: list[types.FunctionType], ours: types.ModuleType, upstream: types.ModuleType
+    functions: list[types.FunctionType], helper_names: set[str], ours: types.ModuleType, upstream: types.ModuleType
 ) -> Iterator[Patch]:
-    """Adds the names our functions read that the upstream module lacks (e.g. `import warnings`), or refuses."""
+    """
+    Adds the names our functions read that the upstream module lacks (e.g. `import warnings`), or refuses. The
+    helpers are left out: the plan installs them.
+    """
     needed = set()
     for function in functions:
         needed |= _global_names(function.__code__)
     builtins = vars(__builtins__) if isinstance(__builtins__, types.ModuleType) else __builtins__
-    helper_names = {
-        function.__name__
-        for function in functions
-        if function.__module__ == ours.__name__ and "." not in function.__qualname__
-    }
     for name in sorted(needed - helper_names):
         if name in vars(upstream) or name in builtins:
             continue

@@ -221,9 +221,10 @@ class StaticSlidingWindowLayer:
                 If negative, the number of trailing tokens to remove: removing at least the current length empties
                 the layer. Otherwise, the absolute number of tokens to keep (`0` empties the layer).
         """
+        # `get_seq_length` reads `cumulative_length_int`, which the parent's crop leaves as it is
         new_length = _get_crop_length(max_length, self.get_seq_length())
         super().crop(max_length)
-        self.cumulative_length_int = min(self.cumulative_length_int, new_length)
+        self.cumulative_length_int = new_length
 
 
 class StaticIndexedLayer:
@@ -236,8 +237,8 @@ class StaticIndexedLayer:
                 If negative, the number of trailing tokens to remove: removing at least the current length empties
                 the layer. Otherwise, the absolute number of tokens to keep (`0` empties the layer).
         """
-        new_length = _get_crop_length(max_length, int(self.get_seq_length()))
         super().crop(max_length)
+        new_length = int(self.get_seq_length())
         indexer_length = int(self.indexer_cumulative_length)
         if self.is_indexer_initialized and indexer_length > new_length:
             self.indexer_keys[:, new_length:indexer_length].zero_()
