@@ -66,8 +66,8 @@ class DynamicLayer:
         """
         number_of_tokens = _get_number_of_tokens_to_remove(tokens_to_remove)
         self._check_crop(-number_of_tokens)
-        # Nothing to do in these cases: 0 tokens to crop or the layer is not initialized (can happen with KV sharing)
-        if number_of_tokens == 0 or not self.is_initialized:
+        # Nothing to do in these cases: 0 tokens to crop or the layer holds none (not initialized with KV sharing)
+        if number_of_tokens == 0 or not self.is_initialized or self.keys.numel() == 0:
             return
         new_length = max(self.keys.shape[-2] - number_of_tokens, 0)
         self.keys = self.keys[..., :new_length, :]
@@ -96,8 +96,8 @@ class DynamicSlidingWindowLayer:
                 hint += " since then"
             raise ValueError(
                 f"Cannot remove {number_of_tokens} token(s) from a `{self.__class__.__name__}` holding the last "
-                f"{stored_length} of its {seq_length} tokens: the sliding window of {self.sliding_window} needs tokens "
-                f"it already dropped. {hint} can be removed, or all of them (`crop(-cache.get_seq_length())`)."
+                f"{stored_length} of its {seq_length} tokens: the sliding window of {self.sliding_window} needs "
+                f"tokens it already dropped. {hint} can be removed, or all of them (`crop(-cache.get_seq_length())`)."
             )
 
     def crop(self, tokens_to_remove: int) -> None:
@@ -112,7 +112,7 @@ class DynamicSlidingWindowLayer:
         """
         number_of_tokens = _get_number_of_tokens_to_remove(tokens_to_remove)
         self._check_crop(-number_of_tokens)
-        if not self.is_initialized:
+        if not self.is_initialized or self.cumulative_length == 0:
             return
         # `cumulative_length` is the number of tokens seen, of which the states hold the last `keys.shape[-2]`
         seq_length = self.cumulative_length

@@ -25,7 +25,8 @@ def _is_full_rollback_of_layer(layer, number_of_tokens: int) -> bool:
 def _check_hybrid_crop(layer, attention_class: type, tokens_to_remove: int) -> None:
     """
     Raises an error if either part of a layer holding both linear attention and attention states cannot honour
-    `crop(tokens_to_remove)`. A full rollback resets the linear attention states, so only the attention part is checked.
+    `crop(tokens_to_remove)`. A full rollback resets the linear attention states, so then only the attention part is
+    checked.
     """
     attention_class._check_crop(layer, tokens_to_remove)
     if not _is_full_rollback_of_layer(layer, -tokens_to_remove):
@@ -69,8 +70,8 @@ class LinearAttentionCacheLayerMixin:
         layer_name = self.__class__.__name__
         if any(self.is_recurrent_states_initialized.values()):
             raise RuntimeError(
-                f"Cannot remove {number_of_tokens} token(s) from a `{layer_name}`: its recurrent states summarize every "
-                "past token and cannot be rolled back. Only a full rollback of the cache "
+                f"Cannot remove {number_of_tokens} token(s) from a `{layer_name}`: its recurrent states summarize "
+                "every past token and cannot be rolled back. Only a full rollback of the cache "
                 "(`cache.crop(-cache.get_seq_length())`) is possible."
             )
         if any(self.is_conv_states_initialized.values()) and not self.record_past:
@@ -85,8 +86,9 @@ class LinearAttentionCacheLayerMixin:
             if recorded_tokens < number_of_tokens:
                 raise RuntimeError(
                     f"Cannot remove {number_of_tokens} token(s) from a `{layer_name}`: only {max(recorded_tokens, 0)} "
-                    f"token(s) of its conv states {state_idx} were recorded since `activate_past_recording` or the last "
-                    "`crop`. Only a full rollback of the cache (`cache.crop(-cache.get_seq_length())`) is possible."
+                    f"token(s) of its conv states {state_idx} were recorded since `activate_past_recording` or the "
+                    "last `crop`. Only a full rollback of the cache (`cache.crop(-cache.get_seq_length())`) is "
+                    "possible."
                 )
 
     def crop(self, tokens_to_remove: int) -> None:
@@ -160,7 +162,7 @@ class LinearAttentionAndSlidingWindowAttentionLayer:
 
     @property
     def is_croppable(self) -> bool:
-        """Whether `crop` can put both the linear attention and the sliding window attention parts back as they were."""
+        """Whether `crop` can put both the linear attention and the sliding window parts back as they were."""
         return LinearAttentionCacheLayerMixin.is_croppable.fget(self) and DynamicSlidingWindowLayer.is_croppable.fget(
             self
         )

@@ -1,1 +1,1 @@
-"""Step 3: static layers clamp their removals, refuse what their window overwrote, and their hybrids crop both parts."""
+"""Step 3: static layers clamp removals and refuse what their window overwrote; static hybrids crop both parts."""

@@ -140,7 +140,7 @@ class LinearAttentionAndStaticSlidingWindowAttentionLayer:
 
     @property
     def is_croppable(self) -> bool:
-        """Whether `crop` can put both the linear attention and the sliding window attention parts back as they were."""
+        """Whether `crop` can put both the linear attention and the sliding window parts back as they were."""
         return LinearAttentionCacheLayerMixin.is_croppable.fget(self) and StaticSlidingWindowLayer.is_croppable.fget(
             self
         )
