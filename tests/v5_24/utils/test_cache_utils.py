@@ -6,7 +6,8 @@ layer either crops exactly (its tensors, side tensors, lengths and mask sizes de
 update lands right after them) or refuses with a clear error before anything changed, and `Cache.crop` changes no
 layer if one refuses.
 
-Token `p` is stored with the code `p + 1` (in float64), so that an empty (zeroed) static slot is told apart from a token.
+Token `p` is stored with the code `p + 1` (in float64), so that an empty (zeroed) static slot is told apart from a
+token.
 """
 
 import unittest
@@ -21,7 +22,7 @@ from transformers.utils import is_optimum_quanto_available
 if is_torch_available():
     import torch
 
-    from transformers import DynamicCache, EncoderDecoderCache
+    from transformers import DeepseekV4Config, DynamicCache, EncoderDecoderCache
     from transformers.cache_utils import (
         Cache,
         DummyLayer,
@@ -39,6 +40,15 @@ if is_torch_available():
         StaticIndexedLayer,
         StaticLayer,
         StaticSlidingWindowLayer,
+    )
+    from transformers.models.deepseek_v4.modeling_deepseek_v4 import DeepseekV4CSACache, DeepseekV4HCACache
+    from transformers.models.minimax_m3_vl.modeling_minimax_m3_vl import (
+        MiniMaxM3VLSparseCacheLayer,
+        MiniMaxM3VLSparseStaticCacheLayer,
+    )
+    from transformers.models.unlimited_ocr.modeling_unlimited_ocr import (
+        UnlimitedOcrDynamicReferenceSlidingWindowLayer,
+        UnlimitedOcrStaticReferenceSlidingWindowLayer,
     )
 
     class ExactQuantizedLayer(QuantizedLayer):
@@ -603,3 +613,121 @@ class QuantizedLayersCropTest(CropTestCase):
         self.assertEqual(layer.get_seq_length(), 0)
         keys, _ = layer.update(_tokens(0, 2), _tokens(0, 2))
         self.assertExactlyEqual(keys, _tokens(0, 2))
+
+
+@require_torch
+class ModelCacheLayersCropTest(CropTestCase):
+    """The cache layers of DeepSeek-V4, MiniMax-M3-VL and UnlimitedOcr crop their own states too, or refuse."""
+
+    def _deepseek_layer(self, layer_class):
+        config = DeepseekV4Config(
+            sliding_window=WINDOW,
+            compress_rates={"heavily_compressed_attention": 2, "compressed_sparse_attention": 2},
+        )
+        layer = layer_class(config)
+        _fill(layer, 3)
+        # The compressor closes a window of 2 tokens (one entry) and buffers the third token
+        source = _tokens(0, 3).reshape(1, 3, 1, 1)
+        chunk, chunk_gate, _ = layer.store_compression_weights("compressor", source, source.clone())
+        if layer_class is DeepseekV4CSACache:
+            layer.update_overlap_state("compressor", chunk.reshape(1, 1, 2, 1), chunk_gate.reshape(1, 1, 2, 1), 1)
+        layer.update_compressor_states("compressor", chunk[:, :1])
+        return layer
+
+    @parameterized.expand([("hca", "DeepseekV4HCACache"), ("csa", "DeepseekV4CSACache")])
+    def test_deepseek_v4_compressor_rolls_back_with_the_window(self, _, class_name):
+        layer_class = DeepseekV4HCACache if class_name == "DeepseekV4HCACache" else DeepseekV4CSACache
+        layer = self._deepseek_layer(layer_class)
+        self.assertFalse(layer.is_croppable)
+
+        layer.crop(-1)
+        self.assertEqual(layer.get_seq_length(), 2)
+        self.assertExactlyEqual(layer.keys, _tokens(0, 2))
+        self.assertIs(layer.values, layer.keys)
+        self.assertEqual(layer.buffer_kv["compressor"].shape[1], 0)
+        self.assertEqual(layer.entry_count["compressor"], 1)
+        # The new third token is buffered alone, right after the closed window
+        source = _tokens(2, 1).reshape(1, 1, 1, 1)
+        chunk, _, first_window_position = layer.store_compression_weights("compressor", source, source.clone())
+        self.assertEqual((chunk.shape[1], first_window_position), (0, 2))
+        self.assertExactlyEqual(layer.buffer_kv["compressor"], source)
+
+    @parameterized.expand([("hca",), ("csa",)])
+    def test_deepseek_v4_refuses_closed_windows_and_rolls_back_fully(self, name):
+        layer = self._deepseek_layer(DeepseekV4HCACache if name == "hca" else DeepseekV4CSACache)
+        before = _snapshot(layer)
+        with self.assertRaisesRegex(ValueError, "already compressed"):
+            layer.crop(-2)
+        self.assertUnchanged(layer, before)
+
+        layer.crop(-5)
+        self.assertEqual(layer.get_seq_length(), 0)
+        self.assertEqual(layer.entry_count["compressor"], 0)
+        self.assertIsNone(layer.compressed_kv["compressor"])
+        self.assertIsNone(layer.buffer_kv["compressor"])
+        if name == "csa":
+            self.assertIsNone(layer.overlap_kv["compressor"])
+        self.assertTrue(layer.is_croppable)
+
+    @parameterized.expand(CROP_CASES)
+    def test_minimax_m3_vl_index_keys_move_with_the_states(self, tokens_to_remove, expected_length):
+        layer = MiniMaxM3VLSparseCacheLayer()
+        _fill(layer, 3)
+        layer.update_index(_tokens(0, 3))
+        layer.crop(tokens_to_remove)
+        self.assertExactlyEqual(layer.keys, _tokens(0, expected_length))
+        self.assertExactlyEqual(layer.idx_keys, _tokens(0, expected_length))
+        self.assertExactlyEqual(layer.update_index(_tokens(expected_length, 1)), _tokens(0, expected_length + 1))
+
+    def test_minimax_m3_vl_layer_without_index_keys(self):
+        layer = MiniMaxM3VLSparseCacheLayer()
+        _fill(layer, 3)
+        layer.crop(-1)
+        self.assertIsNone(layer.idx_keys)
+        self.assertEqual(layer.get_seq_length(), 2)
+
+    @parameterized.expand(CROP_CASES)
+    def test_minimax_m3_vl_static_index_keys_move_with_the_states(self, tokens_to_remove, expected_length):
+        layer = MiniMaxM3VLSparseStaticCacheLayer(max_cache_len=MAX_CACHE_LEN)
+        _fill(layer, 3)
+        layer.update_index(_tokens(0, 3))
+        layer.crop(tokens_to_remove)
+        self.assertEqual(int(layer.get_seq_length()), expected_length)
+        self.assertEqual(int(layer.idx_cumulative_length), expected_length)
+        self.assertExactlyEqual(layer.keys, _static_buffer(expected_length))
+        self.assertExactlyEqual(layer.idx_keys, _static_buffer(expected_length))
+        _fill(layer, 1, start=expected_length)
+        self.assertExactlyEqual(layer.update_index(_tokens(expected_length, 1)), _static_buffer(expected_length + 1))
+        self.assertExactlyEqual(layer.keys, _static_buffer(expected_length + 1))
+
+    def _reference_sliding_layer(self, is_static):
+        if is_static:
+            layer = UnlimitedOcrStaticReferenceSlidingWindowLayer(max_cache_len=MAX_CACHE_LEN, sliding_window=WINDOW)
+        else:
+            layer = UnlimitedOcrDynamicReferenceSlidingWindowLayer(sliding_window=WINDOW)
+        # A prefill of 3 (reference) tokens, then 2 decoded ones in the sliding window
+        _fill(layer, 3)
+        _fill(layer, 2, start=3, step=1)
+        return layer
+
+    @parameterized.expand(
+        [(is_static, *case) for is_static in (False, True) for case in [(0, 5), (-1, 4), (-3, 2), (-9, 0)]]
+    )
+    def test_unlimited_ocr_reference_sliding_layers(self, is_static, tokens_to_remove, expected_length):
+        layer = self._reference_sliding_layer(is_static)
+        layer.crop(tokens_to_remove)
+        self.assertEqual(layer.get_seq_length(), expected_length)
+        prefill_length = min(expected_length, 3)
+        self.assertEqual(layer.prefill_cumulative_length, prefill_length)
+        if is_static:
+            self.assertEqual(int(layer.cumulative_length), expected_length - prefill_length)
+            self.assertExactlyEqual(layer.prefill_keys[..., :prefill_length, :], _tokens(0, prefill_length))
+            self.assertEqual(layer.all_keys[..., prefill_length:3, :].abs().sum().item(), 0)
+        else:
+            self.assertExactlyEqual(layer.prefill_keys, _tokens(0, prefill_length))
+            self.assertExactlyEqual(layer.keys, _tokens(3, expected_length - prefill_length))
+
+        # The next token lands right after the kept ones: in the prefill if it was cut, else in the sliding window
+        keys, _ = layer.update(_tokens(expected_length, 1), _tokens(expected_length, 1))
+        self.assertEqual(layer.get_seq_length(), expected_length + 1)
+        self.assertExactlyEqual(keys[..., : expected_length + 1, :], _tokens(0, expected_length + 1))
