@@ -409,7 +409,7 @@ def synthetic(tmp_path):
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "base")
     _write(overlay_dir, {"toy_cache.py": OVERLAY_SOURCE, "models/toy/modeling_toy.py": MODEL_OVERLAY})
-    _write(project, {"tests/utils/test_cache_utils.py": OUR_TESTS, "tests/test_not_exported.py": "x = 1\n"})
+    _write(project, {"tests/v5_14/utils/test_cache_utils.py": OUR_TESTS, "tests/test_not_exported.py": "x = 1\n"})
     fingerprints = {
         **_fingerprints(),
         **_fingerprints(MODELING, "transformers.models.toy.modeling_toy", ["ToyModelCache.crop"]),
@@ -526,8 +526,11 @@ def test_modular_counterpart_and_exported_test_files(tmp_path):
         "src/transformers/models/pi0/modular_pi0.py"
     )
     assert exporter.modular_counterpart("src/transformers/cache_utils.py") is None
-    _write(tmp_path, {"tests/utils/test_a.py": "", "tests/test_b.py": "", "tests/fixtures/x/test_c.py": ""})
-    assert exporter.exported_test_files(tmp_path / "tests") == ["tests/utils/test_a.py"]
+    _write(
+        tmp_path,
+        {"tests/v5_14/utils/test_a.py": "", "tests/v5_14/test_b.py": "", "tests/v5_14/fixtures/x/test_c.py": ""},
+    )
+    assert exporter.exported_test_files(tmp_path / "tests" / "v5_14") == ["tests/utils/test_a.py"]
 
 
 def test_the_real_overlay_fits_the_installed_release():

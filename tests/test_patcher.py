@@ -26,7 +26,8 @@ import cache_crop_fix
 import transformers
 from cache_crop_fix import patcher
 from cache_crop_fix.__main__ import main as cli_main
-from cache_crop_fix.fingerprints import UPSTREAM_FINGERPRINTS
+from cache_crop_fix.targets import supported_ranges
+from cache_crop_fix.targets.v5_14 import FINGERPRINTS as UPSTREAM_FINGERPRINTS
 from transformers import DynamicCache
 from transformers import cache_utils as upstream_cache_utils
 from transformers.cache_utils import (
@@ -537,7 +538,7 @@ result["cli_status_output"] = output.getvalue()
 
 # A supported version whose replaced methods differ from the recorded fingerprints
 transformers.__version__ = real_version
-from cache_crop_fix.fingerprints import UPSTREAM_FINGERPRINTS as fingerprints
+from cache_crop_fix.targets.v5_14 import FINGERPRINTS as fingerprints
 recorded = dict(fingerprints)
 
 del fingerprints["transformers.cache_utils.DynamicLayer.crop"]
@@ -659,7 +660,7 @@ def test_unsupported_version_warns_once_and_leaves_transformers_stock(fresh_inte
     assert len(result["import_warnings"]) == 1
     category, message, filename = result["import_warnings"][0]
     assert category == "RuntimeWarning"
-    assert patcher.SUPPORTED_RANGE in message and "5.15.0" in message
+    assert supported_ranges() in message and "5.15.0" in message
     # Attributed to the program's `import cache_crop_fix` line
     assert Path(filename) == directory / "guard.py"
     assert not result["active"]
@@ -669,7 +670,7 @@ def test_unsupported_version_warns_once_and_leaves_transformers_stock(fresh_inte
 
 def test_apply_on_an_unsupported_version_raises(fresh_interpreters):
     result = _json_result(fresh_interpreters, "guard")
-    assert patcher.SUPPORTED_RANGE in result["apply_error"]
+    assert supported_ranges() in result["apply_error"]
     assert "5.15.0" in result["apply_error"]
     assert result["changed_after_apply"] == []
     assert result["status"] == [False, "5.15.0", False, []]
@@ -737,7 +738,7 @@ def test_status_command(fresh_interpreters):
     output = completed.stdout
     assert re.search(r"\bactive\b", output) and "inactive" not in output
     assert re.search(rf"{re.escape(transformers.__version__)} \(supported\b", output)
-    assert patcher.SUPPORTED_RANGE in output
+    assert "target v5_14, the 5.14 backport" in output
     assert torch.__version__ in output
     for qualname in EXPECTED_PATCHES:
         assert _lists_patch(output, qualname), qualname

@@ -18,6 +18,7 @@ import sys
 import types
 
 from . import _bootstrap, patcher
+from .targets import get_target, supported_ranges
 
 
 def _torch_version() -> str:
@@ -107,8 +108,12 @@ def _status() -> int:
     print(f"this process:  {'active' if state.active else 'inactive'}")
     print(f"environment:   {environment}")
     print(f"start-up hook: {hook}")
-    support = "supported" if state.supported else "unsupported"
-    print(f"transformers:  {state.transformers_version} ({support}; cache_crop_fix needs {patcher.SUPPORTED_RANGE})")
+    if state.supported:
+        target = get_target(state.target)
+        support = f"supported: target {target.name}, the {target.label}"
+    else:
+        support = f"unsupported; cache_crop_fix needs {supported_ranges()}"
+    print(f"transformers:  {state.transformers_version} ({support})")
     print(f"torch:         {_torch_version()}")
     if reason:
         print("reason:        " + reason.replace("\n", "\n               "))

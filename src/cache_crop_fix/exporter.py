@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import importlib.util
 import json
 import os
 import re
@@ -31,9 +32,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from . import overlay as overlay_package
-from .fingerprints import UPSTREAM_FINGERPRINTS
-from .patcher import SUPPORTED_RANGE, is_supported_version
+from .targets import get_target
 from .transplant import (
     OverlayModule,
     TransplantError,
@@ -45,8 +44,9 @@ from .transplant import (
 )
 
 
+TARGET = get_target("v5_14")
 BRANCH = "fix-cache-crop"
-SDIST_VERSION = "5.14.1"
+SDIST_VERSION = TARGET.sdist_version
 BASE_TAG = f"v{SDIST_VERSION}"
 BASE_MESSAGE = f"transformers v{SDIST_VERSION} (PyPI sdist)"
 ISSUE = 47433
@@ -55,7 +55,12 @@ PATCH_NAME = f"{BRANCH}.patch"
 EXPORT_IDENTITY = ("cache_crop_fix exporter", "cache-crop-fix@users.noreply.invalid")
 SDIST_IDENTITY = ("transformers sdist import", "cache-crop-fix@users.noreply.invalid")
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-OVERLAY_DIR = Path(overlay_package.__file__).resolve().parent
+# The target's steps, in order: each is exported on top of the previous ones
+OVERLAY_DIRS = tuple(
+    Path(importlib.util.find_spec(package).origin).resolve().parent for package in TARGET.step_packages()
+)
+TESTS_DIR = f"tests/{TARGET.name}"  # our upstream-style tests of the target, mirroring upstream's `tests/`
+UPSTREAM_FINGERPRINTS = TARGET.fingerprints
 AUDIT_DOC = "docs/source/en/cache_crop_audit.md"
 
 COMMIT_TITLE = "Fix `crop(0)` and oversized negative crops of the KV caches"
@@ -210,15 +215,24 @@ def _base_version(repo: Path, commit: str) -> str | None:
 # What is exported
 
 
-def load_overlay(overlay_dir: Path = OVERLAY_DIR) -> list[OverlayModule]:
-    paths = sorted(p for p in overlay_dir.rglob("*.py") if p.name != "__init__.py" and "__pycache__" not in p.parts)
-    return [parse_overlay(path.read_text(), path.relative_to(overlay_dir).as_posix()) for path in paths]
+def load_overlay(overlay_dirs: Path | Sequence[Path] = OVERLAY_DIRS) -> list[OverlayModule]:
+    """The overlay modules of every step (a folder each), in step order."""
+    modules = []
+    for overlay_dir in [overlay_dirs] if isinstance(overlay_dirs, Path) else overlay_dirs:
+        paths = sorted(
+            p for p in overlay_dir.rglob("*.py") if p.name != "__init__.py" and "__pycache__" not in p.parts
+        )
+        modules += [parse_overlay(path.read_text(), path.relative_to(overlay_dir).as_posix()) for path in paths]
+    return modules
 
 
 def exported_test_files(tests_dir: Path) -> list[str]:
-    """Our upstream-style test files: those in the subfolders of `tests/` that mirror upstream's (`tests/utils/...`)."""
+    """
+    Our upstream-style test files in `tests_dir` (`tests/<target>`, which mirrors upstream's `tests/`), as upstream
+    paths: `tests/<target>/utils/test_x.py` is exported as `tests/utils/test_x.py`.
+    """
     return sorted(
-        path.relative_to(tests_dir.parent).as_posix()
+        "tests/" + path.relative_to(tests_dir).as_posix()
         for path in tests_dir.rglob("test_*.py")
         if path.parent != tests_dir and "fixtures" not in path.relative_to(tests_dir).parts
     )
@@ -260,8 +274,8 @@ def plan_export(
     """Checks the base and computes the new content of every file the export touches (before ruff)."""
     version = _base_version(repo, base_commit)
     problems, notes = [], []
-    if version is None or not is_supported_version(version):
-        problems.append(f"the base is transformers {version or '(unknown version)'}, the fix is for {SUPPORTED_RANGE}")
+    if version is None or not TARGET.supports(version):
+        problems.append(f"the base is transformers {version or '(unknown version)'}, the fix is for {TARGET.versions}")
     sources = {}
     for module in overlays:
         sources[module.target_path] = _read_at(repo, base_commit, module.target_path)
@@ -300,9 +314,10 @@ def plan_export(
                 change.summary += [f"add helper `{name}`" for name in result.helpers]
                 change.summary += [f"import: `{statement}`" for statement in result.imports]
                 changes[path] = change
-        for path in exported_test_files(project_root / "tests"):
+        tests_dir = project_root / TESTS_DIR
+        for path in exported_test_files(tests_dir):
             base = _read_at(repo, base_commit, path)
-            result = merge_test_module(base, (project_root / path).read_text(), path)
+            result = merge_test_module(base, (tests_dir / path.removeprefix("tests/")).read_text(), path)
             if result.source == base:
                 continue
             change = FileChange(path, result.source, base, is_test=True)
@@ -825,7 +840,7 @@ def export(
     venv: Path | None = None,
     run_verify: bool = True,
     log: Callable[[str], None] = print,
-    overlay_dir: Path = OVERLAY_DIR,
+    overlay_dir: Path | Sequence[Path] = OVERLAY_DIRS,
     fingerprints=UPSTREAM_FINGERPRINTS,
 ) -> ExportReport:
     """Builds (or finds up to date) the branch, writes the patch and PR.md, and verifies the branch (`run_verify`)."""

@@ -1,7 +1,9 @@
 """Installs the overlay's methods on the installed transformers classes at runtime, and takes them off again.
 
-Every module `cache_crop_fix.overlay.X` mirrors `transformers.X`. Its classes are named like the upstream classes they
-change and hold only the methods we add or replace; its module-level functions are helpers added to `transformers.X`.
+The installed transformers release picks the target (`cache_crop_fix.targets`), and every step of that target is
+installed, in order. In a step package, every module `X` mirrors `transformers.X`: its classes are named like the
+upstream classes they change and hold only the methods the step adds or replaces, and its module-level functions are
+helpers added to `transformers.X`. When several steps define the same method, the last one's version is installed.
 Each function is re-created with the upstream module's globals (so it reads upstream names exactly as it will inside
 upstream's file) and, for methods, with its `__class__` cell pointing at the upstream class (so zero-argument
 `super()` works there).
@@ -26,14 +28,9 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from packaging.version import Version
-
-from . import overlay
-from .fingerprints import UPSTREAM_FINGERPRINTS
+from .targets import Target, supported_ranges, target_for
 
 
-SUPPORTED_RANGE = ">=5.14.0,<5.15"
-_MIN_VERSION, _MAX_VERSION = Version("5.14.0"), Version("5.15.0.dev0")
 _UPSTREAM_PACKAGE = "transformers"
 # Attributes that every class body defines: not ours to install
 _CLASS_BOOKKEEPING = {"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__firstlineno__"}
@@ -78,6 +75,7 @@ class Status:
     supported: bool
     patches: tuple[str, ...]
     pending_modules: tuple[str, ...] = ()  # patched when transformers imports them
+    target: str | None = None  # the target matching the installed transformers, e.g. "v5_14"
 
 
 _lock = threading.RLock()
@@ -85,14 +83,16 @@ _lock = threading.RLock()
 _plans: dict[str, tuple[Patch, ...]] = {}
 _installed: list[str] = []  # upstream modules patched, in order
 _active = False
+_target: Target | None = None  # the target of the installed transformers, set by the first `apply()`
 
 
 def apply() -> None:
     """
-    Install the fix. Idempotent. Outside transformers 5.14.x, or if a replaced method differs from the source the
-    fix was written for, raises `UnsupportedTransformersError` and changes nothing.
+    Install the fix: every step of the target that matches the installed transformers. Idempotent. For a release no
+    target supports, or if a replaced method differs from the source the fix was written for, raises
+    `UnsupportedTransformersError` and changes nothing.
 
-    Model modules (`overlay/models/...`) are patched when transformers imports them, so that applying the fix does not
+    Model modules (`models/...` in a step) are patched when transformers imports them, so that applying the fix does not
     import every model it touches.
     """
     global _active
@@ -140,20 +140,22 @@ def status() -> Status:
     import transformers
 
     version = transformers.__version__
+    target = target_for(version)
     patches = [patch for name in _installed for patch in _plans[name]]
     return Status(
         active=_active,
         transformers_version=version,
-        supported=is_supported_version(version),
+        supported=target is not None,
         patches=tuple(patch.qualname for patch in patches),
         pending_modules=tuple(_upstream_name(name) for name in _overlay_modules() if name not in _installed)
         if _active
         else (),
+        target=target.name if target is not None else None,
     )
 
 
 def is_supported_version(version: str) -> bool:
-    return _MIN_VERSION <= Version(version) < _MAX_VERSION
+    return target_for(version) is not None
 
 
 def source_fingerprint(obj: object) -> str:
@@ -164,7 +166,7 @@ def source_fingerprint(obj: object) -> str:
 
 
 def installed_fingerprints() -> dict[str, str]:
-    """The fingerprints of the installed upstream methods that the overlay replaces (to update `fingerprints.py`)."""
+    """The fingerprints of the installed upstream methods that the overlay replaces (to update `targets/<target>.py`)."""
     fingerprints = {}
     for name in _overlay_modules():
         # Import first: if the fix is active, the import hook records the pristine originals in `_plans`
@@ -176,15 +178,21 @@ def installed_fingerprints() -> dict[str, str]:
     return fingerprints
 
 
-def _check_version() -> None:
+def _check_version() -> Target:
+    """The target of the installed transformers (the same for the whole process), or raises."""
+    global _target
+    if _target is not None:
+        return _target
     import transformers
 
-    if not is_supported_version(transformers.__version__):
+    target = target_for(transformers.__version__)
+    if target is None:
         raise UnsupportedTransformersError(
-            f"cache_crop_fix supports transformers{SUPPORTED_RANGE}, but transformers {transformers.__version__} is "
-            "installed; nothing was patched. transformers 5.15+ has its own `crop(tokens_to_remove)` semantics: "
-            "uninstall cache_crop_fix there."
+            f"cache_crop_fix supports transformers {supported_ranges()}, but transformers {transformers.__version__} "
+            "is installed; nothing was patched."
         )
+    _target = target
+    return target
 
 
 def _get_plan(name: str) -> tuple[Patch, ...]:
@@ -217,10 +225,10 @@ def _check_fingerprints(patches: tuple[Patch, ...]) -> None:
         if isinstance(patch.owner, types.ModuleType) and patch.original is not MISSING:
             problems.append(f"{patch.qualname} already exists upstream")
         elif isinstance(patch.owner, type) and patch.is_addition:
-            if patch.qualname in UPSTREAM_FINGERPRINTS:
+            if patch.qualname in _check_version().fingerprints:
                 problems.append(f"{patch.qualname} is expected upstream but missing")
         elif isinstance(patch.owner, type):
-            expected = UPSTREAM_FINGERPRINTS.get(patch.qualname)
+            expected = _check_version().fingerprints.get(patch.qualname)
             if expected is None:
                 problems.append(f"{patch.qualname} has no recorded fingerprint")
             elif source_fingerprint(patch.original) not in expected:
@@ -232,12 +240,22 @@ def _check_fingerprints(patches: tuple[Patch, ...]) -> None:
         )
 
 
-@functools.cache
 def _overlay_modules() -> tuple[str, ...]:
-    """The overlay's module names relative to the overlay package, e.g. `cache_utils`, `models.pi0.modeling_pi0`."""
-    prefix = overlay.__name__ + "."
-    infos = pkgutil.walk_packages(overlay.__path__, prefix)
-    return tuple(info.name[len(prefix) :] for info in infos if not info.ispkg)
+    """The upstream modules the target changes, relative to `transformers`: e.g. `cache_utils`, `models.pi0.modeling_pi0`."""
+    return tuple(_step_modules(_check_version()))
+
+
+@functools.cache
+def _step_modules(target: Target) -> dict[str, tuple[str, ...]]:
+    """Maps each module the target changes (relative to `transformers`) to its overlay modules, in step order."""
+    modules: dict[str, list[str]] = {}
+    for package_name in target.step_packages():
+        package = importlib.import_module(package_name)
+        prefix = package_name + "."
+        for info in pkgutil.walk_packages(package.__path__, prefix):
+            if not info.ispkg:
+                modules.setdefault(info.name[len(prefix) :], []).append(info.name)
+    return {name: tuple(overlays) for name, overlays in modules.items()}
 
 
 def _upstream_name(name: str) -> str:
@@ -250,29 +268,37 @@ def _is_eager(name: str) -> bool:
 
 
 def _plan(name: str) -> Iterator[Patch]:
-    ours = importlib.import_module(f"{overlay.__name__}.{name}")
     upstream = importlib.import_module(_upstream_name(name))
-    helpers = [value for value in vars(ours).values() if _is_own_function(value, ours)]
-    classes = [value for value in vars(ours).values() if isinstance(value, type) and value.__module__ == ours.__name__]
-    functions = list(helpers)
-    for helper in helpers:
-        original = vars(upstream).get(helper.__name__, MISSING)
-        yield Patch(upstream, helper.__name__, _rebind(helper, upstream, None), original)
-    for cls in classes:
-        target = getattr(upstream, cls.__name__, None)
-        if not isinstance(target, type):
-            raise UnsupportedTransformersError(f"{upstream.__name__}.{cls.__name__} is not a class upstream.")
-        for attribute, value in vars(cls).items():
-            if attribute in _CLASS_BOOKKEEPING:
-                continue
-            functions.append(inspect.unwrap(_unwrap(value)))
-            original = vars(target).get(attribute, MISSING)
-            yield Patch(target, attribute, _rebind(value, upstream, target), original)
-    yield from _plan_globals(functions, {helper.__name__ for helper in helpers}, ours, upstream)
+    steps = [importlib.import_module(overlay) for overlay in _step_modules(_check_version())[name]]
+    # What the steps define, the last definition of each name winning: (class name or None, attribute) -> value
+    members: dict[tuple[str | None, str], object] = {}
+    for ours in steps:
+        for value in vars(ours).values():
+            if _is_own_function(value, ours):
+                members[None, value.__name__] = value
+            elif isinstance(value, type) and value.__module__ == ours.__name__:
+                for attribute, member in vars(value).items():
+                    if attribute not in _CLASS_BOOKKEEPING:
+                        members[value.__name__, attribute] = member
+    helper_names = {attribute for owner_name, attribute in members if owner_name is None}
+    functions = []
+    for (owner_name, attribute), value in members.items():
+        functions.append(inspect.unwrap(_unwrap(value)))
+        if owner_name is None:
+            yield Patch(upstream, attribute, _rebind(value, upstream, None), vars(upstream).get(attribute, MISSING))
+            continue
+        owner = getattr(upstream, owner_name, None)
+        if not isinstance(owner, type):
+            raise UnsupportedTransformersError(f"{upstream.__name__}.{owner_name} is not a class upstream.")
+        yield Patch(owner, attribute, _rebind(value, upstream, owner), vars(owner).get(attribute, MISSING))
+    yield from _plan_globals(functions, helper_names, steps, upstream)
 
 
 def _plan_globals(
-    functions: list[types.FunctionType], helper_names: set[str], ours: types.ModuleType, upstream: types.ModuleType
+    functions: list[types.FunctionType],
+    helper_names: set[str],
+    steps: list[types.ModuleType],
+    upstream: types.ModuleType,
 ) -> Iterator[Patch]:
     """
     Adds the names our functions read that the upstream module lacks (e.g. `import warnings`), or refuses. The
@@ -285,12 +311,13 @@ def _plan_globals(
     for name in sorted(needed - helper_names):
         if name in vars(upstream) or name in builtins:
             continue
-        if name in vars(ours):
+        imported = [vars(ours)[name] for ours in steps if name in vars(ours)]
+        if imported:
             # Imported by the overlay (e.g. `import warnings`): the upstream module needs the same import
-            yield Patch(upstream, name, vars(ours)[name], MISSING)
+            yield Patch(upstream, name, imported[-1], MISSING)
             continue
         raise UnsupportedTransformersError(
-            f"The overlay {ours.__name__} uses `{name}`, which {upstream.__name__} does not define."
+            f"The overlay of {upstream.__name__} uses `{name}`, which {upstream.__name__} does not define."
         )
 
 

@@ -1,6 +1,6 @@
 """Transplants the overlay into upstream transformers source files, with libcst.
 
-An overlay module (`cache_crop_fix/overlay/<path>.py`) mirrors `transformers/<path>.py`:
+An overlay module (`cache_crop_fix/overlay/<target>/<step>/<path>.py`) mirrors `transformers/<path>.py`:
 
 - its classes are named like the upstream classes they change and hold only methods: a method that upstream's class
   defines is replaced in place, any other one is added at the end of the class;
@@ -416,7 +416,7 @@ def check_base(
             elif method.name.value in defined:
                 problems.append(
                     f"{label} is added by the fix but already exists in the base (if the fix replaces it, record its "
-                    "fingerprint in cache_crop_fix/fingerprints.py)"
+                    "fingerprint in cache_crop_fix/targets/<target>.py)"
                 )
     for name in overlay.helper_names:
         if name in bindings:

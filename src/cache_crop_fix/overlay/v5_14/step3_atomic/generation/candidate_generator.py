@@ -1,4 +1,5 @@
-# Our version of the methods of `transformers/generation/candidate_generator.py` that crop a cache (5.14.x).
+# Our version of the methods of `transformers/generation/candidate_generator.py` that crop a cache (5.14.x), step 3:
+# an assistant cache that cannot remove a few tokens is rolled back fully instead.
 from typing import TYPE_CHECKING
 
 import torch

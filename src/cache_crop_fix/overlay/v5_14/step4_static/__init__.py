@@ -1,0 +1,1 @@
+"""Step 4: static layers crop by rewinding their write position in place."""

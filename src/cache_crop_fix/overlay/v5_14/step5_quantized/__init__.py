@@ -1,0 +1,1 @@
+"""Step 5: quantized layers crop their quantized and residual parts together."""

@@ -1,0 +1,71 @@
+"""The transformers release lines the fix targets, each described by one table: `targets/<name>.py`.
+
+A target names the transformers releases it supports, the PyPI sdist its fork branch is built on, the upstream source
+fingerprints of every method its overlay replaces, and its stack of steps: each step is an overlay package
+(`overlay/<name>/<step>/`) and becomes one commit and one pull request of the exported stack. The patcher installs
+every step of the target that matches the installed transformers; the exporter reads the same table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a target's stack: an overlay package, and the pull request it becomes."""
+
+    package: str  # the overlay subpackage, e.g. "step1_clamp"
+    branch: str  # the branch suffix, e.g. "1-clamp" for `fix-cache-crop-1-clamp`
+    title: str  # the commit and pull request title
+    tests: tuple[str, ...] = ()  # the exported test classes that belong to this step
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str  # the overlay package, e.g. "v5_14"
+    label: str  # for people, e.g. "5.14 backport"
+    versions: str  # the transformers releases it supports, as a PEP 440 specifier
+    sdist_version: str  # the PyPI sdist the fork branch is built on by default
+    steps: tuple[Step, ...]
+    fingerprints: Mapping[str, frozenset[str]] = field(repr=False, compare=False)
+
+    @property
+    def overlay_package(self) -> str:
+        return f"cache_crop_fix.overlay.{self.name}"
+
+    def step_packages(self) -> list[str]:
+        return [f"{self.overlay_package}.{step.package}" for step in self.steps]
+
+    def supports(self, version: str) -> bool:
+        return Version(version) in SpecifierSet(self.versions, prereleases=True)
+
+
+def _load_targets() -> tuple[Target, ...]:
+    from . import v5_14
+
+    return (v5_14.TARGET,)
+
+
+TARGETS: tuple[Target, ...] = _load_targets()
+
+
+def target_for(version: str) -> Target | None:
+    """The target that supports transformers `version`, or `None`."""
+    return next((target for target in TARGETS if target.supports(version)), None)
+
+
+def supported_ranges() -> str:
+    """The supported transformers releases, for messages: e.g. `>=5.14.0,<5.15`."""
+    return " or ".join(target.versions for target in TARGETS)
+
+
+def get_target(name: str) -> Target:
+    for target in TARGETS:
+        if target.name == name:
+            return target
+    raise KeyError(f"unknown target {name!r}: one of {', '.join(target.name for target in TARGETS)}")
