@@ -116,6 +116,16 @@ class CropTestCase(unittest.TestCase):
     def assertExactlyEqual(self, actual, expected):
         torch.testing.assert_close(actual, expected, rtol=0, atol=0)
 
+    def assertIsCroppableTellsWhetherCropSucceeds(self, cache):
+        """`is_croppable` is True exactly when removing the last token succeeds (a refused crop changes nothing)."""
+        is_croppable = cache.is_croppable
+        try:
+            cache.crop(-1)
+            succeeded = True
+        except (ValueError, RuntimeError):
+            succeeded = False
+        self.assertEqual(is_croppable, succeeded)
+
     def assertUnchanged(self, layer, snapshot):
         for name, value in _snapshot(layer).items():
             expected = snapshot[name]
@@ -337,33 +347,24 @@ class CacheCropTest(CropTestCase):
 
     @parameterized.expand(
         [
-            ("sliding_beyond_window", lambda: DynamicSlidingWindowLayer(sliding_window=WINDOW), 6, False),
-            ("sliding_recorded", lambda: DynamicSlidingWindowLayer(sliding_window=WINDOW), 6, True),
-            ("static_sliding_beyond_window", lambda: StaticSlidingWindowLayer(MAX_CACHE_LEN, WINDOW), 6, False),
-            ("static_sliding_in_window", lambda: StaticSlidingWindowLayer(WINDOW, WINDOW), 3, False),
-            ("linear_not_recorded", LinearAttentionLayer, 3, False),
-            ("linear_recorded", LinearAttentionLayer, 3, True),
-            ("fp8", Fp8QuantizedLayer, 3, False),
-            ("dummy", DummyLayer, 3, False),
+            ("sliding_beyond_window", lambda: DynamicSlidingWindowLayer(sliding_window=WINDOW), False),
+            ("sliding_recorded", lambda: DynamicSlidingWindowLayer(sliding_window=WINDOW), True),
+            ("linear_not_recorded", LinearAttentionLayer, False),
+            ("linear_recorded", LinearAttentionLayer, True),
+            ("dummy", DummyLayer, False),
         ]
     )
-    def test_is_croppable_tells_whether_crop_succeeds(self, _, make_layer, num_tokens, record_past):
+    def test_is_croppable_tells_whether_crop_succeeds(self, _, make_layer, record_past):
         layer = make_layer()
         cache = Cache(layers=[DynamicLayer(), layer])
         if record_past:
             cache.activate_past_recording()
-        _fill(cache.layers[0], num_tokens, step=1)
+        _fill(cache.layers[0], 6, step=1)
         if isinstance(layer, LinearAttentionLayer):
-            layer.update_conv_state(_conv_inputs(0, num_tokens), conv_kernel_size=KERNEL)
+            layer.update_conv_state(_conv_inputs(0, 6), conv_kernel_size=KERNEL)
         elif not isinstance(layer, DummyLayer):
-            _fill(layer, num_tokens, step=1)
-        is_croppable = cache.is_croppable
-        try:
-            cache.crop(-1)
-            succeeded = True
-        except (ValueError, RuntimeError):
-            succeeded = False
-        self.assertEqual(is_croppable, succeeded)
+            _fill(layer, 6, step=1)
+        self.assertIsCroppableTellsWhetherCropSucceeds(cache)
 
     def test_encoder_decoder_cache_crops_only_self_attention(self):
         self_attention_cache, cross_attention_cache = DynamicCache(), DynamicCache()
@@ -532,6 +533,13 @@ class StaticLayersCropTest(CropTestCase):
         _fill(layer, 2)
         self.assertLayerHolds(layer, 2)
 
+    @parameterized.expand([("beyond_window", MAX_CACHE_LEN, 6), ("within_window", WINDOW, 3)])
+    def test_is_croppable_tells_whether_crop_succeeds(self, _, max_cache_len, num_tokens):
+        cache = Cache(layers=[StaticLayer(MAX_CACHE_LEN), StaticSlidingWindowLayer(max_cache_len, WINDOW)])
+        for layer in cache.layers:
+            _fill(layer, num_tokens, step=1)
+        self.assertIsCroppableTellsWhetherCropSucceeds(cache)
+
     def test_is_croppable_while_within_the_window(self):
         layer = StaticSlidingWindowLayer(max_cache_len=WINDOW, sliding_window=WINDOW)
         _fill(layer, WINDOW)
@@ -555,6 +563,10 @@ class QuantizedLayersCropTest(CropTestCase):
         _fill(layer, 3)
         _fill(layer, 2, start=3, step=1)
         return layer
+
+    def test_is_croppable_tells_whether_crop_succeeds(self):
+        # A `QuantizedLayer` says False: whether it can remove a token depends on when its residual states are flushed
+        self.assertIsCroppableTellsWhetherCropSucceeds(Cache(layers=[self._fp8_layer()]))
 
     @parameterized.expand([(0, 5), (-1, 4), (-4, 1), (-5, 0), (-9, 0)])
     def test_fp8_layer(self, tokens_to_remove, expected_length):
