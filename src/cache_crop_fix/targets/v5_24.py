@@ -19,7 +19,7 @@ STEPS = (
         "step2_atomic",
         "2-atomic",
         "Check every cache layer before `crop` changes any; crop linear attention layers exactly or refuse",
-        ("CacheCropTest", "LinearAttentionCropTest"),
+        ("CacheCropTest", "LinearAttentionCropTest", "AssistedDecodingCropTest"),
     ),
     Step(
         "step3_static",
@@ -39,7 +39,6 @@ STEPS = (
         "Crop the model-specific cache layers exactly, or refuse clearly",
         ("ModelCacheLayersCropTest",),
     ),
-    Step("step6_assisted", "6-assisted", "Roll the assistant cache back fully when it refuses a partial `crop`"),
 )
 
 # The upstream methods the overlay replaces: `patcher.source_fingerprint` of their source. If the installed source

@@ -22,7 +22,16 @@ from transformers.utils import is_optimum_quanto_available
 if is_torch_available():
     import torch
 
-    from transformers import DeepseekV4Config, DynamicCache, EncoderDecoderCache
+    from transformers import (
+        DeepseekV4Config,
+        DynamicCache,
+        EncoderDecoderCache,
+        GenerationConfig,
+        LlamaConfig,
+        LlamaForCausalLM,
+        Qwen3NextConfig,
+        Qwen3NextForCausalLM,
+    )
     from transformers.cache_utils import (
         Cache,
         DummyLayer,
@@ -41,6 +50,7 @@ if is_torch_available():
         StaticLayer,
         StaticSlidingWindowLayer,
     )
+    from transformers.generation.candidate_generator import AssistedCandidateGenerator
     from transformers.models.deepseek_v4.modeling_deepseek_v4 import DeepseekV4CSACache, DeepseekV4HCACache
     from transformers.models.minimax_m3_vl.modeling_minimax_m3_vl import (
         MiniMaxM3VLSparseCacheLayer,
@@ -743,3 +753,85 @@ class ModelCacheLayersCropTest(CropTestCase):
         keys, _ = layer.update(_tokens(expected_length, 1), _tokens(expected_length, 1))
         self.assertEqual(layer.get_seq_length(), expected_length + 1)
         self.assertExactlyEqual(keys[..., : expected_length + 1, :], _tokens(0, expected_length + 1))
+
+
+@require_torch
+class AssistedDecodingCropTest(unittest.TestCase):
+    """Assisted decoding rolls the assistant cache back to the tokens it keeps, or fully if a layer refuses."""
+
+    def _models(self):
+        torch.manual_seed(0)
+        common = {
+            "vocab_size": 32,
+            "hidden_size": 16,
+            "intermediate_size": 32,
+            "num_attention_heads": 2,
+            "num_key_value_heads": 1,
+            "head_dim": 8,
+            "pad_token_id": 0,
+            "bos_token_id": None,
+            "eos_token_id": None,
+        }
+        main_model = LlamaForCausalLM(LlamaConfig(num_hidden_layers=2, **common)).eval()
+        assistants = {
+            "attention": LlamaForCausalLM(LlamaConfig(num_hidden_layers=1, **common)).eval(),
+            # Gated delta net layers hold recurrent states, which cannot remove the rejected tokens
+            "linear_attention": Qwen3NextForCausalLM(
+                Qwen3NextConfig(
+                    num_hidden_layers=2,
+                    layer_types=["linear_attention", "full_attention"],
+                    linear_num_value_heads=2,
+                    linear_num_key_heads=1,
+                    linear_key_head_dim=8,
+                    linear_value_head_dim=8,
+                    linear_conv_kernel_dim=2,
+                    num_experts=2,
+                    num_experts_per_tok=1,
+                    moe_intermediate_size=16,
+                    shared_expert_intermediate_size=16,
+                    **common,
+                )
+            ).eval(),
+        }
+        return main_model, assistants
+
+    @parameterized.expand(
+        [
+            ("attention", [5]),
+            ("attention", [5, 6, 7, 8]),
+            ("linear_attention", [5]),
+            ("linear_attention", [5, 6, 7, 8]),
+        ]
+    )
+    def test_assisted_generation_matches_greedy(self, assistant_name, prompt):
+        main_model, assistants = self._models()
+        input_ids = torch.tensor([prompt])
+        greedy = main_model.generate(input_ids, max_new_tokens=8, do_sample=False)
+        assisted = main_model.generate(
+            input_ids, max_new_tokens=8, do_sample=False, assistant_model=assistants[assistant_name]
+        )
+        self.assertEqual(assisted.tolist(), greedy.tolist())
+
+    @parameterized.expand([("attention", [5]), ("attention", [5, 6, 7, 8]), ("linear_attention", [5, 6, 7, 8])])
+    def test_assistant_cache_keeps_the_accepted_tokens(self, assistant_name, prompt):
+        _, assistants = self._models()
+        input_ids = torch.tensor([prompt])
+        # The assistant drafts 4 tokens per round, whatever its confidence
+        assistant = assistants[assistant_name]
+        assistant.generation_config.num_assistant_tokens = 4
+        assistant.generation_config.assistant_confidence_threshold = 0.0
+        generation_config = GenerationConfig(max_length=32, min_length=0, do_sample=False)
+        generator = AssistedCandidateGenerator(input_ids, assistant, generation_config, {})
+        candidates, _ = generator.get_candidates(input_ids)
+        self.assertEqual(candidates.shape[-1], len(prompt) + 4)
+
+        # The main model accepts one candidate and corrects the next one: the assistant keeps every token but the
+        # newest one (which it has not processed), or rolls back fully when its layers cannot remove a few tokens
+        accepted = torch.cat([candidates[:, : len(prompt) + 1], torch.tensor([[31]])], dim=-1)
+        generator._update_past_and_masks(accepted)
+        cache = generator.assistant_kwargs["cache"]
+        expected_length = accepted.shape[-1] - 2 if assistant_name == "attention" else 0
+        self.assertEqual(cache.get_seq_length(), expected_length)
+
+        candidates, _ = generator.get_candidates(accepted)
+        self.assertEqual(candidates[:, : accepted.shape[-1]].tolist(), accepted.tolist())

@@ -126,6 +126,14 @@ class DynamicSlidingWindowLayer:
         self.values = self.values[:, :, start:end, :]
         self.cumulative_length = new_length
 
+    @property
+    def is_croppable(self) -> bool:
+        """
+        Whether `crop` can put this layer back as it was: once the window is full, only if the past is recorded (see
+        `activate_past_recording`), as the dropped states cannot be brought back otherwise.
+        """
+        return self.record_past or self.cumulative_length < self.sliding_window
+
 
 class DynamicIndexedLayer:
     def crop(self, tokens_to_remove: int) -> None:

@@ -46,16 +46,6 @@ def _crop_hybrid(layer, attention_class: type, tokens_to_remove: int) -> None:
         LinearAttentionCacheLayerMixin.crop(layer, -number_of_tokens)
 
 
-class DynamicSlidingWindowLayer:
-    @property
-    def is_croppable(self) -> bool:
-        """
-        Whether `crop` can put this layer back as it was: once the window is full, only if the past is recorded (see
-        `activate_past_recording`), as the dropped states cannot be brought back otherwise.
-        """
-        return self.record_past or self.cumulative_length < self.sliding_window
-
-
 class LinearAttentionCacheLayerMixin:
     def _check_crop(self, tokens_to_remove: int) -> None:
         """

@@ -1,6 +1,6 @@
-# Step 6 of the fix for transformers 5.24.x, in `transformers/generation/candidate_generator.py`: when the assistant
-# cache cannot remove the rejected tokens (e.g. linear attention recurrent states), it is rolled back fully instead of
-# failing the generation, and the assistant encodes the sequence again.
+# Step 2 of the fix for transformers 5.24.x, in `transformers/generation/candidate_generator.py`: now that layers refuse
+# crops they cannot honour (e.g. linear attention recurrent states), an assistant cache that refuses to remove the
+# rejected tokens is rolled back fully instead of failing the generation, and the assistant encodes the sequence again.
 from typing import TYPE_CHECKING
 
 import torch
