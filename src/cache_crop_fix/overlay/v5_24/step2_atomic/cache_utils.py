@@ -27,6 +27,14 @@ def _check_hybrid_crop(layer, attention_class: type, tokens_to_remove: int) -> N
     Raises an error if either part of a layer holding both linear attention and attention states cannot honour
     `crop(tokens_to_remove)`. A full rollback resets the linear attention states, so then only the attention part is
     checked.
+
+    Args:
+        layer (`LinearAttentionCacheLayerMixin`):
+            The hybrid layer.
+        attention_class (`type`):
+            The class of its attention part, e.g. `DynamicLayer`.
+        tokens_to_remove (`int`):
+            The (already validated) negative number of tokens to remove.
     """
     attention_class._check_crop(layer, tokens_to_remove)
     if not _is_full_rollback_of_layer(layer, -tokens_to_remove):
@@ -34,7 +42,17 @@ def _check_hybrid_crop(layer, attention_class: type, tokens_to_remove: int) -> N
 
 
 def _crop_hybrid(layer, attention_class: type, tokens_to_remove: int) -> None:
-    """Crops both parts of a hybrid layer, after checking both, so that neither changes if one cannot be cropped."""
+    """
+    Crops both parts of a hybrid layer, after checking both, so that neither changes if one cannot be cropped.
+
+    Args:
+        layer (`LinearAttentionCacheLayerMixin`):
+            The hybrid layer.
+        attention_class (`type`):
+            The class of its attention part, e.g. `DynamicLayer`.
+        tokens_to_remove (`int`):
+            The negative number of tokens to remove, e.g. `-3` to remove the last 3 tokens. `0` removes nothing.
+    """
     number_of_tokens = _get_number_of_tokens_to_remove(tokens_to_remove)
     layer._check_crop(-number_of_tokens)
     # Read before the attention part is cropped (its `crop` checks the whole layer again, so it goes first)
@@ -100,6 +118,9 @@ class LinearAttentionCacheLayerMixin:
                 continue
             kernel_size = self.conv_kernel_size[state_idx]
             conv_states = self.conv_states[state_idx]
+            # Already at its minimal size: kept as it is, as it may be a static address (when not recording)
+            if number_of_tokens == 0 and conv_states.shape[-1] == kernel_size:
+                continue
             kept_length = conv_states.shape[-1] - number_of_tokens
             conv_states = conv_states[..., max(kept_length - kernel_size, 0) : kept_length]
             if conv_states.shape[-1] < kernel_size:
