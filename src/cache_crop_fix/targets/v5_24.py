@@ -78,7 +78,7 @@ FINGERPRINTS: dict[str, frozenset[str]] = {
 
 TARGET = Target(
     name="v5_24",
-    label="main (5.24)",
+    label="5.24 main line",
     versions=">=5.24.0,<5.25",
     sdist_version="5.24.0",
     steps=STEPS,
