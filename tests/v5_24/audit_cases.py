@@ -14,6 +14,7 @@ one process, and prints the totals (and, with `--rows`, every case whose outcome
 import sys
 from collections import Counter
 
+import numpy as np
 import torch
 
 from cache_crop_fix import audit as a
@@ -188,7 +189,7 @@ def cases() -> list:
         all_cases.append(
             a.Case(family, "invalid", f"crop({argument!r})", dynamic, three, a._crop(argument), None, TypeError)
         )
-    for argument in (torch.tensor(-1), torch.tensor(-1, dtype=torch.int32)):
+    for argument in (torch.tensor(-1), torch.tensor(-1, dtype=torch.int32), np.int64(-1)):
         all_cases.append(a.Case(family, "valid", f"crop({argument!r})", dynamic, three, a._crop(argument), 2))
     return all_cases
 

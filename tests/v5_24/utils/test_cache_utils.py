@@ -267,10 +267,15 @@ class CropArgumentsTest(CropTestCase):
         cache.update(states, states.clone(), layer_idx=0)
         return cache
 
-    @parameterized.expand([("int", lambda v: v), ("tensor_int64", torch.tensor), ("tensor_int32", None)])
+    @parameterized.expand(
+        [
+            ("int", lambda value: value),
+            ("tensor_int64", lambda value: torch.tensor(value)),
+            ("tensor_int32", lambda value: torch.tensor(value, dtype=torch.int32)),
+        ]
+    )
     def test_integer_like_arguments(self, _, make_argument):
         # `generate` passes 0-d integer tensors
-        make_argument = make_argument or (lambda value: torch.tensor(value, dtype=torch.int32))
         cache = self._cache()
         cache.crop(make_argument(-2))
         self.assertEqual(cache.get_seq_length(), 3)
