@@ -738,7 +738,7 @@ def test_status_command(fresh_interpreters):
     output = completed.stdout
     assert re.search(r"\bactive\b", output) and "inactive" not in output
     assert re.search(rf"{re.escape(transformers.__version__)} \(supported\b", output)
-    assert "target v5_14, the 5.14 backport" in output
+    assert "supported; target v5_14, the 5.14 backport" in output
     assert torch.__version__ in output
     for qualname in EXPECTED_PATCHES:
         assert _lists_patch(output, qualname), qualname

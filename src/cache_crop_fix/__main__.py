@@ -110,7 +110,7 @@ def _status() -> int:
     print(f"start-up hook: {hook}")
     if state.supported:
         target = get_target(state.target)
-        support = f"supported: target {target.name}, the {target.label}"
+        support = f"supported; target {target.name}, the {target.label}"
     else:
         support = f"unsupported; cache_crop_fix needs {supported_ranges()}"
     print(f"transformers:  {state.transformers_version} ({support})")
