@@ -46,9 +46,9 @@ class Target:
 
 
 def _load_targets() -> tuple[Target, ...]:
-    from . import v5_14
+    from . import v5_14, v5_24
 
-    return (v5_14.TARGET,)
+    return (v5_14.TARGET, v5_24.TARGET)
 
 
 TARGETS: tuple[Target, ...] = _load_targets()

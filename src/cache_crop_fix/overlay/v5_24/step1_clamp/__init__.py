@@ -1,0 +1,1 @@
+"""Step 1: validate the argument of `crop` and clamp oversized removals on the dynamic layers."""

@@ -1,0 +1,842 @@
+# Copyright 2026 The HuggingFace Team. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""`crop(tokens_to_remove)` on every cache layer type: a removal of more tokens than a layer holds empties it, every
+layer either crops exactly (its tensors, side tensors, lengths and mask sizes describe the kept tokens, and the next
+update lands right after them) or refuses with a clear error before anything changed, and `Cache.crop` changes no
+layer if one refuses.
+
+Token `p` is stored with the code `p + 1` (in float64), so that an empty (zeroed) static slot is told apart from a
+token.
+"""
+
+import unittest
+
+from parameterized import parameterized
+
+from transformers import is_torch_available
+from transformers.testing_utils import require_torch
+from transformers.utils import is_optimum_quanto_available
+
+
+if is_torch_available():
+    import torch
+
+    from transformers import (
+        DeepseekV4Config,
+        DynamicCache,
+        EncoderDecoderCache,
+        GenerationConfig,
+        LlamaConfig,
+        LlamaForCausalLM,
+        Qwen3NextConfig,
+        Qwen3NextForCausalLM,
+    )
+    from transformers.cache_utils import (
+        Cache,
+        DummyLayer,
+        DynamicIndexedLayer,
+        DynamicLayer,
+        DynamicSlidingWindowLayer,
+        Fp8QuantizedLayer,
+        LinearAttentionAndFullAttentionLayer,
+        LinearAttentionAndSlidingWindowAttentionLayer,
+        LinearAttentionAndStaticFullAttentionLayer,
+        LinearAttentionAndStaticSlidingWindowAttentionLayer,
+        LinearAttentionLayer,
+        QuantizedLayer,
+        QuantoQuantizedLayer,
+        StaticIndexedLayer,
+        StaticLayer,
+        StaticSlidingWindowLayer,
+    )
+    from transformers.generation.candidate_generator import AssistedCandidateGenerator
+    from transformers.models.deepseek_v4.modeling_deepseek_v4 import DeepseekV4CSACache, DeepseekV4HCACache
+    from transformers.models.minimax_m3_vl.modeling_minimax_m3_vl import (
+        MiniMaxM3VLSparseCacheLayer,
+        MiniMaxM3VLSparseStaticCacheLayer,
+    )
+    from transformers.models.unlimited_ocr.modeling_unlimited_ocr import (
+        UnlimitedOcrDynamicReferenceSlidingWindowLayer,
+        UnlimitedOcrStaticReferenceSlidingWindowLayer,
+    )
+
+    class ExactQuantizedLayer(QuantizedLayer):
+        """A `QuantizedLayer` whose quantization is exact, to check its crop token by token without a backend."""
+
+        def _quantize(self, tensor, axis):
+            return tensor.clone()
+
+        def _dequantize(self, q_tensor):
+            return q_tensor
+
+
+WINDOW = 4
+MAX_CACHE_LEN = 8
+KERNEL = 2  # conv kernel of the linear attention layers
+
+# (argument of `crop`, expected length of a 3-token layer after it)
+CROP_CASES = [(0, 3), (-1, 2), (-3, 0), (-5, 0)]
+
+
+def _tokens(start, length):
+    """Key states `[1, 1, length, 1]` holding the codes `start + 1 ... start + length`."""
+    return torch.arange(start + 1, start + length + 1, dtype=torch.float64).reshape(1, 1, length, 1)
+
+
+def _conv_inputs(start, length):
+    """Conv inputs `[1, 2, length]` (2 channels) of the tokens `start ... start + length - 1`."""
+    return torch.arange(start + 1, start + length + 1, dtype=torch.float64).expand(1, 2, length).contiguous()
+
+
+def _fill(layer, num_tokens, start=0, step=None):
+    """Appends the tokens `start ... start + num_tokens - 1` to an attention `layer`, `step` tokens per update."""
+    step = step or num_tokens
+    for first in range(start, start + num_tokens, step):
+        states = _tokens(first, min(step, start + num_tokens - first))
+        layer.update(states, states.clone())
+        if isinstance(layer, (DynamicIndexedLayer, StaticIndexedLayer)):
+            layer.update_indexer(states[:, 0])
+            positions = torch.arange(first, first + states.shape[-2]).reshape(1, 1, -1)
+            previous = layer.indexer_position_ids
+            layer.indexer_position_ids = positions if previous is None else torch.cat([previous, positions], dim=-1)
+
+
+def _static_buffer(length, max_cache_len=MAX_CACHE_LEN):
+    """What a static layer holding the tokens `0 ... length - 1` stores: their codes, then empty (zero) slots."""
+    buffer = torch.zeros(1, 1, max_cache_len, 1, dtype=torch.float64)
+    buffer[:, :, :length] = _tokens(0, length)
+    return buffer
+
+
+def _snapshot(layer):
+    """A copy of every tensor and counter of `layer`, to check that a refused crop changed nothing."""
+    state = {}
+    for name, value in vars(layer).items():
+        if isinstance(value, torch.Tensor):
+            state[name] = value.clone()
+        elif isinstance(value, dict):
+            state[name] = {key: v.clone() if isinstance(v, torch.Tensor) else v for key, v in value.items()}
+        elif isinstance(value, (int, bool)) or value is None:
+            state[name] = value
+    return state
+
+
+class CropTestCase(unittest.TestCase):
+    def assertExactlyEqual(self, actual, expected):
+        torch.testing.assert_close(actual, expected, rtol=0, atol=0)
+
+    def assertIsCroppableTellsWhetherCropSucceeds(self, cache):
+        """`is_croppable` is True exactly when removing the last token succeeds (a refused crop changes nothing)."""
+        is_croppable = cache.is_croppable
+        try:
+            cache.crop(-1)
+            succeeded = True
+        except (ValueError, RuntimeError):
+            succeeded = False
+        self.assertEqual(is_croppable, succeeded)
+
+    def assertUnchanged(self, layer, snapshot):
+        for name, value in _snapshot(layer).items():
+            expected = snapshot[name]
+            if isinstance(value, torch.Tensor):
+                self.assertExactlyEqual(value, expected)
+            elif isinstance(value, dict):
+                for key, item in value.items():
+                    if isinstance(item, torch.Tensor):
+                        self.assertExactlyEqual(item, expected[key])
+                    else:
+                        self.assertEqual(item, expected[key], f"{name}[{key}]")
+            else:
+                self.assertEqual(value, expected, name)
+
+
+@require_torch
+class DynamicLayersCropTest(CropTestCase):
+    """Dynamic layers remove the last tokens, at most all of them, with their side tensors."""
+
+    def _layer(self, layer_name):
+        if layer_name == "sliding":
+            return DynamicSlidingWindowLayer(sliding_window=WINDOW)
+        if layer_name == "indexed":
+            return DynamicIndexedLayer()
+        return DynamicLayer()
+
+    def assertLayerHolds(self, layer, length):
+        """Checks that every piece of state of `layer` describes exactly the tokens `0 ... length - 1`."""
+        self.assertEqual(layer.get_seq_length(), length)
+        if isinstance(layer, DynamicSlidingWindowLayer):
+            # The window shows the last `WINDOW - 1` tokens
+            first = max(length - WINDOW + 1, 0)
+            self.assertEqual(layer.cumulative_length, length)
+            self.assertExactlyEqual(layer.keys, _tokens(first, length - first))
+            expected_mask_sizes = (min(length, WINDOW - 1) + 1, first)
+        else:
+            self.assertExactlyEqual(layer.keys, _tokens(0, length))
+            expected_mask_sizes = (length + 1, 0)
+        self.assertExactlyEqual(layer.values, layer.keys)
+        self.assertEqual(layer.get_mask_sizes(1), expected_mask_sizes)
+        if isinstance(layer, DynamicIndexedLayer):
+            self.assertExactlyEqual(layer.indexer_keys, _tokens(0, length)[:, 0])
+            self.assertExactlyEqual(layer.indexer_position_ids, torch.arange(length).reshape(1, 1, -1))
+
+    def assertAppendsAfter(self, layer, length):
+        """The next update returns the kept tokens followed by the new one."""
+        _, query_offset = layer.get_mask_sizes(1)
+        if isinstance(layer, DynamicSlidingWindowLayer):
+            first = max(length - WINDOW + 1, 0)
+        else:
+            first = 0
+        keys, _ = layer.update(_tokens(length, 1), _tokens(length, 1))
+        self.assertExactlyEqual(keys[..., -(length + 1 - first) :, :], _tokens(first, length + 1 - first))
+        if isinstance(layer, DynamicIndexedLayer):
+            layer.update_indexer(_tokens(length, 1)[:, 0])
+            layer.indexer_position_ids = torch.cat([layer.indexer_position_ids, torch.tensor([[[length]]])], dim=-1)
+        if getattr(layer, "record_past", False):
+            # A recording layer keeps its past until the next `crop`, which restricts it back to the window
+            layer.crop(0)
+        self.assertLayerHolds(layer, length + 1)
+
+    @parameterized.expand(
+        [(layer_name, *case) for layer_name in ("dynamic", "sliding", "indexed") for case in CROP_CASES]
+    )
+    def test_crop_keeps_the_right_tokens(self, layer_name, tokens_to_remove, expected_length):
+        layer = self._layer(layer_name)
+        _fill(layer, 3)
+        layer.crop(tokens_to_remove)
+        self.assertLayerHolds(layer, expected_length)
+        self.assertAppendsAfter(layer, expected_length)
+
+    @parameterized.expand([(0, 7), (-1, 6), (-3, 4), (-7, 0), (-9, 0)])
+    def test_sliding_window_with_recorded_past_beyond_the_window(self, tokens_to_remove, expected_length):
+        # 3 tokens, then 4 recorded ones: beyond the window, they can be rolled back (or all tokens, at once)
+        layer = self._layer("sliding")
+        _fill(layer, 3)
+        layer.activate_past_recording()
+        _fill(layer, 4, start=3, step=1)
+        layer.crop(tokens_to_remove)
+        self.assertLayerHolds(layer, expected_length)
+        self.assertAppendsAfter(layer, expected_length)
+
+    def test_sliding_window_refuses_tokens_it_dropped(self):
+        layer = self._layer("sliding")
+        _fill(layer, 7, step=1)
+        self.assertFalse(layer.is_croppable)
+        before = _snapshot(layer)
+        with self.assertRaises(ValueError) as context:
+            layer.crop(-1)
+        self.assertIn("DynamicSlidingWindowLayer", str(context.exception))
+        self.assertIn("activate_past_recording", str(context.exception))
+        self.assertUnchanged(layer, before)
+
+        # Removing nothing, or everything, needs no dropped token
+        layer.crop(0)
+        self.assertLayerHolds(layer, 7)
+        layer.crop(-7)
+        self.assertLayerHolds(layer, 0)
+        self.assertAppendsAfter(layer, 0)
+
+    def test_sliding_window_refuses_more_than_it_recorded(self):
+        layer = self._layer("sliding")
+        _fill(layer, 6, step=1)
+        layer.activate_past_recording()
+        _fill(layer, 2, start=6, step=1)
+        self.assertTrue(layer.is_croppable)
+        before = _snapshot(layer)
+        with self.assertRaisesRegex(ValueError, "Only the 2 token"):
+            layer.crop(-3)
+        self.assertUnchanged(layer, before)
+        layer.crop(-2)
+        self.assertLayerHolds(layer, 6)
+
+    @parameterized.expand([("dynamic",), ("sliding",), ("indexed",)])
+    def test_crop_of_a_layer_never_updated(self, layer_name):
+        layer = self._layer(layer_name)
+        for tokens_to_remove in (0, -1):
+            layer.crop(tokens_to_remove)
+            self.assertEqual(layer.get_seq_length(), 0)
+
+
+@require_torch
+class CropArgumentsTest(CropTestCase):
+    """What `crop` accepts, and the clear errors for what it refuses."""
+
+    def _cache(self):
+        cache = DynamicCache()
+        states = _tokens(0, 5)
+        cache.update(states, states.clone(), layer_idx=0)
+        return cache
+
+    @parameterized.expand(
+        [
+            ("int", lambda value: value),
+            ("tensor_int64", lambda value: torch.tensor(value)),
+            ("tensor_int32", lambda value: torch.tensor(value, dtype=torch.int32)),
+        ]
+    )
+    def test_integer_like_arguments(self, _, make_argument):
+        # `generate` passes 0-d integer tensors
+        cache = self._cache()
+        cache.crop(make_argument(-2))
+        self.assertEqual(cache.get_seq_length(), 3)
+        cache.crop(make_argument(0))
+        self.assertEqual(cache.get_seq_length(), 3)
+        cache.crop(make_argument(-9))
+        self.assertEqual(cache.get_seq_length(), 0)
+
+    @parameterized.expand(
+        [
+            ("bool", False, "False"),
+            ("float", -1.0, "-1.0"),
+            ("str", "-1", "'-1'"),
+            ("none", None, "None"),
+            ("multi_element_tensor", [-1, -2], "shape (2,)"),
+            ("one_element_tensor", [-1], "shape (1,)"),
+            ("bool_tensor", True, "tensor(True)"),
+            ("float_tensor", -1.5, "tensor(-1.5000"),
+        ]
+    )
+    def test_wrong_types_raise_a_clear_error_and_change_nothing(self, name, argument, described_as):
+        if name.endswith("tensor"):
+            argument = torch.tensor(argument, dtype=torch.float64 if name == "float_tensor" else None)
+        cache = self._cache()
+        before = _snapshot(cache.layers[0])
+        with self.assertRaises(TypeError) as context:
+            cache.crop(argument)
+        self.assertIn(described_as, str(context.exception))
+        self.assertIn("tokens_to_remove", str(context.exception))
+        self.assertUnchanged(cache.layers[0], before)
+
+    @parameterized.expand([("dynamic",), ("static",), ("linear",)])
+    def test_positive_values_raise_and_change_nothing(self, layer_name):
+        layer = {"dynamic": DynamicLayer(), "static": StaticLayer(MAX_CACHE_LEN)}.get(layer_name)
+        cache = Cache(layers=[DynamicLayer(), layer or LinearAttentionLayer()])
+        _fill(cache.layers[0], 3)
+        if layer is not None:
+            _fill(layer, 3)
+        before = _snapshot(cache.layers[0])
+        with self.assertRaisesRegex(ValueError, "positive value"):
+            cache.crop(2)
+        self.assertUnchanged(cache.layers[0], before)
+
+
+@require_torch
+class CacheCropTest(CropTestCase):
+    """`Cache.crop` checks every layer before cropping any, and `is_croppable` says whether it would succeed."""
+
+    def test_refused_crop_changes_no_layer(self):
+        # The sliding layer, checked last, refuses: the full attention layer must not be cropped either
+        cache = Cache(layers=[DynamicLayer(), DynamicSlidingWindowLayer(sliding_window=WINDOW)])
+        for layer in cache.layers:
+            _fill(layer, 6, step=1)
+        before = [_snapshot(layer) for layer in cache.layers]
+        self.assertFalse(cache.is_croppable)
+        with self.assertRaisesRegex(ValueError, "DynamicSlidingWindowLayer"):
+            cache.crop(-1)
+        for layer, snapshot in zip(cache.layers, before):
+            self.assertUnchanged(layer, snapshot)
+
+    def test_recurrent_states_refuse_partial_crops_but_roll_back_fully(self):
+        linear_layer = LinearAttentionLayer()
+        linear_layer.activate_past_recording()
+        linear_layer.update_conv_state(_conv_inputs(0, 3), conv_kernel_size=KERNEL)
+        linear_layer.update_recurrent_state(torch.ones(1, 2, 3, dtype=torch.float64))
+        cache = Cache(layers=[DynamicLayer(), linear_layer])
+        _fill(cache.layers[0], 3)
+        before = [_snapshot(layer) for layer in cache.layers]
+        self.assertFalse(cache.is_croppable)
+
+        with self.assertRaises(RuntimeError) as context:
+            cache.crop(-1)
+        self.assertIn("LinearAttentionLayer", str(context.exception))
+        self.assertIn("cache.crop(-cache.get_seq_length())", str(context.exception))
+        for layer, snapshot in zip(cache.layers, before):
+            self.assertUnchanged(layer, snapshot)
+
+        # Removing every token resets the linear attention states, as on a new cache
+        cache.crop(-5)
+        self.assertEqual(cache.get_seq_length(), 0)
+        self.assertFalse(linear_layer.has_previous_state[0])
+        self.assertEqual(linear_layer.recurrent_states[0].abs().sum().item(), 0)
+        self.assertIsNone(cache.get_conv_state(1))
+
+    @parameterized.expand(
+        [
+            ("sliding_beyond_window", lambda: DynamicSlidingWindowLayer(sliding_window=WINDOW), False),
+            ("sliding_recorded", lambda: DynamicSlidingWindowLayer(sliding_window=WINDOW), True),
+            ("linear_not_recorded", LinearAttentionLayer, False),
+            ("linear_recorded", LinearAttentionLayer, True),
+            ("dummy", DummyLayer, False),
+        ]
+    )
+    def test_is_croppable_tells_whether_crop_succeeds(self, _, make_layer, record_past):
+        layer = make_layer()
+        cache = Cache(layers=[DynamicLayer(), layer])
+        if record_past:
+            cache.activate_past_recording()
+        _fill(cache.layers[0], 6, step=1)
+        if isinstance(layer, LinearAttentionLayer):
+            layer.update_conv_state(_conv_inputs(0, 6), conv_kernel_size=KERNEL)
+        elif not isinstance(layer, DummyLayer):
+            _fill(layer, 6, step=1)
+        self.assertIsCroppableTellsWhetherCropSucceeds(cache)
+
+    def test_encoder_decoder_cache_crops_only_self_attention(self):
+        self_attention_cache, cross_attention_cache = DynamicCache(), DynamicCache()
+        states = _tokens(0, 5)
+        self_attention_cache.update(states, states.clone(), layer_idx=0)
+        cross_attention_cache.update(states, states.clone(), layer_idx=0)
+        cache = EncoderDecoderCache(self_attention_cache, cross_attention_cache)
+        cache.crop(-9)
+        self.assertEqual(cache.get_seq_length(), 0)
+        self.assertEqual(cross_attention_cache.get_seq_length(), 5)
+        with self.assertRaises(TypeError):
+            cache.crop(-1.0)
+
+
+@require_torch
+class LinearAttentionCropTest(CropTestCase):
+    """Linear attention layers roll their recorded conv states back, or refuse; hybrids crop both parts."""
+
+    def _layer(self, record_past=True):
+        layer = LinearAttentionLayer()
+        if record_past:
+            layer.activate_past_recording()
+        return layer
+
+    def test_layer_never_updated(self):
+        # e.g. a layer of a cache whose model did not run yet
+        layer = self._layer()
+        for tokens_to_remove in (0, -1):
+            layer.crop(tokens_to_remove)
+        self.assertFalse(layer.is_conv_states_initialized[0])
+        self.assertFalse(layer.is_croppable)
+
+    @parameterized.expand([(0, 3), (-1, 2)])
+    def test_recorded_conv_states_roll_back(self, tokens_to_remove, expected_length):
+        layer = self._layer()
+        layer.update_conv_state(_conv_inputs(0, 3), conv_kernel_size=KERNEL)
+        self.assertTrue(layer.is_croppable)
+        layer.crop(tokens_to_remove)
+        # The `KERNEL` conv states before the removed tokens, which the next conv step reads
+        self.assertExactlyEqual(layer.conv_states[0], _conv_inputs(expected_length - KERNEL, KERNEL))
+        returned = layer.update_conv_state(_conv_inputs(expected_length, 1))
+        self.assertExactlyEqual(returned, _conv_inputs(expected_length - KERNEL, KERNEL + 1))
+
+    def test_conv_states_shorter_than_the_kernel_are_padded(self):
+        layer = self._layer()
+        layer.update_conv_state(_conv_inputs(0, 3), conv_kernel_size=4)
+        layer.crop(0)
+        self.assertExactlyEqual(layer.conv_states[0], torch.nn.functional.pad(_conv_inputs(0, 3), (1, 0)))
+
+    @parameterized.expand([("not_recorded", False, 1), ("longer_than_recorded", True, 2)])
+    def test_refuses_what_it_did_not_record(self, _, record_past, tokens_to_remove):
+        layer = self._layer(record_past)
+        layer.update_conv_state(_conv_inputs(0, 3), conv_kernel_size=KERNEL)
+        before = _snapshot(layer)
+        with self.assertRaisesRegex(RuntimeError, "LinearAttentionLayer") as context:
+            layer.crop(-tokens_to_remove)
+        self.assertIn("cache.", str(context.exception))
+        self.assertUnchanged(layer, before)
+
+    @parameterized.expand([("full", LinearAttentionAndFullAttentionLayer), ("sliding", None)])
+    def test_hybrid_layers_crop_both_parts(self, _, layer_class):
+        if layer_class is None:
+            layer = LinearAttentionAndSlidingWindowAttentionLayer(sliding_window=WINDOW)
+        else:
+            layer = layer_class()
+        layer.activate_past_recording()
+        _fill(layer, 3)
+        layer.update_conv_state(_conv_inputs(0, 3), conv_kernel_size=KERNEL)
+        self.assertTrue(layer.is_croppable)
+
+        layer.crop(-1)
+        self.assertEqual(layer.get_seq_length(), 2)
+        self.assertExactlyEqual(layer.keys, _tokens(0, 2))
+        self.assertExactlyEqual(layer.conv_states[0], _conv_inputs(0, KERNEL))
+
+        # Removing more tokens than the attention part holds is a full rollback: the conv states are reset too
+        layer.crop(-5)
+        self.assertEqual(layer.get_seq_length(), 0)
+        self.assertEqual(layer.get_mask_sizes(1)[0], 1)
+        self.assertFalse(layer.has_previous_state[0])
+        keys, _ = layer.update(_tokens(0, 1), _tokens(0, 1))
+        self.assertExactlyEqual(keys, _tokens(0, 1))
+
+    def test_hybrid_layer_refuses_both_parts_before_changing_either(self):
+        layer = LinearAttentionAndFullAttentionLayer()
+        layer.activate_past_recording()
+        _fill(layer, 3)
+        layer.update_conv_state(_conv_inputs(0, 3), conv_kernel_size=KERNEL)
+        layer.update_recurrent_state(torch.ones(1, 2, 3, dtype=torch.float64))
+        before = _snapshot(layer)
+        self.assertFalse(layer.is_croppable)
+        with self.assertRaisesRegex(RuntimeError, "recurrent states"):
+            layer.crop(-1)
+        self.assertUnchanged(layer, before)
+
+
+@require_torch
+class StaticLayersCropTest(CropTestCase):
+    """Static layers move their write positions back, at most to the start, and zero the freed slots."""
+
+    def _layer(self, layer_name):
+        if layer_name == "sliding":
+            return StaticSlidingWindowLayer(max_cache_len=MAX_CACHE_LEN, sliding_window=WINDOW)
+        if layer_name == "indexed":
+            return StaticIndexedLayer(max_cache_len=MAX_CACHE_LEN)
+        if layer_name == "hybrid":
+            layer = LinearAttentionAndStaticFullAttentionLayer(max_cache_len=MAX_CACHE_LEN)
+            layer.activate_past_recording()
+            return layer
+        return StaticLayer(max_cache_len=MAX_CACHE_LEN)
+
+    def assertLayerHolds(self, layer, length):
+        self.assertEqual(int(layer.get_seq_length()), length)
+        max_cache_len = layer.max_cache_len
+        self.assertExactlyEqual(layer.keys, _static_buffer(length, max_cache_len))
+        self.assertExactlyEqual(layer.values, _static_buffer(length, max_cache_len))
+        if isinstance(layer, StaticSlidingWindowLayer):
+            self.assertEqual(layer.get_mask_sizes(1), (WINDOW, max(length - WINDOW + 1, 0)))
+            self.assertEqual(int(layer.cumulative_length), length)
+        if isinstance(layer, StaticIndexedLayer):
+            self.assertExactlyEqual(layer.indexer_keys, _static_buffer(length)[:, 0])
+            self.assertEqual(int(layer.indexer_cumulative_length), length)
+            self.assertExactlyEqual(layer.indexer_position_ids, torch.arange(length).reshape(1, 1, -1))
+
+    @parameterized.expand(
+        [(layer_name, *case) for layer_name in ("static", "sliding", "indexed", "hybrid") for case in CROP_CASES]
+    )
+    def test_crop_keeps_the_right_tokens(self, layer_name, tokens_to_remove, expected_length):
+        layer = self._layer(layer_name)
+        _fill(layer, 3)
+        if layer_name == "hybrid":
+            layer.update_conv_state(_conv_inputs(0, 3), conv_kernel_size=KERNEL)
+            tokens_to_remove = max(tokens_to_remove, -1) if expected_length else tokens_to_remove
+            expected_length = 3 + tokens_to_remove if expected_length else 0
+        layer.crop(tokens_to_remove)
+        self.assertLayerHolds(layer, expected_length)
+
+        # The next update lands right after the kept tokens
+        _fill(layer, 1, start=expected_length)
+        self.assertLayerHolds(layer, expected_length + 1)
+
+    def test_static_hybrid_with_sliding_window_crops_its_attention_part(self):
+        layer = LinearAttentionAndStaticSlidingWindowAttentionLayer(max_cache_len=WINDOW, sliding_window=WINDOW)
+        layer.activate_past_recording()
+        _fill(layer, 3)
+        layer.update_conv_state(_conv_inputs(0, 3), conv_kernel_size=KERNEL)
+        self.assertTrue(layer.is_croppable)
+        layer.crop(-1)
+        self.assertEqual(layer.get_seq_length(), 2)
+        self.assertExactlyEqual(layer.keys, _static_buffer(2, WINDOW))
+        self.assertExactlyEqual(layer.conv_states[0], _conv_inputs(0, KERNEL))
+
+    def test_sliding_window_refuses_overwritten_tokens(self):
+        layer = self._layer("sliding")
+        _fill(layer, 6, step=1)
+        self.assertFalse(layer.is_croppable)
+        before = _snapshot(layer)
+        with self.assertRaises(ValueError) as context:
+            layer.crop(-1)
+        self.assertIn("StaticSlidingWindowLayer", str(context.exception))
+        self.assertIn("crop(-cache.get_seq_length())", str(context.exception))
+        self.assertUnchanged(layer, before)
+
+        layer.crop(-6)
+        self.assertLayerHolds(layer, 0)
+        _fill(layer, 2)
+        self.assertLayerHolds(layer, 2)
+
+    @parameterized.expand([("beyond_window", MAX_CACHE_LEN, 6), ("within_window", WINDOW, 3)])
+    def test_is_croppable_tells_whether_crop_succeeds(self, _, max_cache_len, num_tokens):
+        cache = Cache(layers=[StaticLayer(MAX_CACHE_LEN), StaticSlidingWindowLayer(max_cache_len, WINDOW)])
+        for layer in cache.layers:
+            _fill(layer, num_tokens, step=1)
+        self.assertIsCroppableTellsWhetherCropSucceeds(cache)
+
+    def test_is_croppable_while_within_the_window(self):
+        layer = StaticSlidingWindowLayer(max_cache_len=WINDOW, sliding_window=WINDOW)
+        _fill(layer, WINDOW)
+        self.assertTrue(layer.is_croppable)
+        _fill(layer, 1, start=WINDOW)
+        self.assertFalse(layer.is_croppable)
+
+
+@require_torch
+class QuantizedLayersCropTest(CropTestCase):
+    """Quantized layers crop their quantized states and `cumulative_length`, or refuse."""
+
+    def _dequantized(self, layer):
+        """What the next update shows of the cached tokens."""
+        if isinstance(layer, Fp8QuantizedLayer):
+            return layer._dequantize(layer._quantized_keys)
+        return torch.cat([layer._dequantize(layer._quantized_keys), layer.keys], dim=-2)
+
+    def _fp8_layer(self):
+        layer = Fp8QuantizedLayer()
+        _fill(layer, 3)
+        _fill(layer, 2, start=3, step=1)
+        return layer
+
+    def test_is_croppable_tells_whether_crop_succeeds(self):
+        # A `QuantizedLayer` says False: whether it can remove a token depends on when its residual states are flushed
+        self.assertIsCroppableTellsWhetherCropSucceeds(Cache(layers=[self._fp8_layer()]))
+
+    @parameterized.expand([(0, 5), (-1, 4), (-4, 1), (-5, 0), (-9, 0)])
+    def test_fp8_layer(self, tokens_to_remove, expected_length):
+        layer = self._fp8_layer()
+        before = self._dequantized(layer)
+        self.assertTrue(layer.is_croppable)
+        layer.crop(tokens_to_remove)
+        self.assertEqual(layer.get_seq_length(), expected_length)
+        self.assertEqual(layer.get_mask_sizes(1), (expected_length + 1, 0))
+        if expected_length:
+            self.assertExactlyEqual(self._dequantized(layer), before[..., :expected_length, :])
+        keys, _ = layer.update(_tokens(expected_length, 1), _tokens(expected_length, 1))
+        self.assertEqual(keys.shape[-2], expected_length + 1)
+        self.assertEqual(layer.get_seq_length(), expected_length + 1)
+        if expected_length == 0:
+            # As on a new layer: the first update is returned as it is
+            self.assertExactlyEqual(keys, _tokens(0, 1))
+
+    def _residual_layer(self, layer_class=None, **kwargs):
+        # 3 quantized tokens, then 2 residual ones (kept in original precision)
+        layer = (layer_class or ExactQuantizedLayer)(residual_length=4, **kwargs)
+        _fill(layer, 3)
+        _fill(layer, 2, start=3, step=1)
+        return layer
+
+    @parameterized.expand([(0, 5), (-1, 4), (-2, 3), (-5, 0), (-9, 0)])
+    def test_quantized_layer(self, tokens_to_remove, expected_length):
+        layer = self._residual_layer()
+        layer.crop(tokens_to_remove)
+        self.assertEqual(layer.get_seq_length(), expected_length)
+        self.assertEqual(layer.get_mask_sizes(1), (expected_length + 1, 0))
+        keys, _ = layer.update(_tokens(expected_length, 1), _tokens(expected_length, 1))
+        self.assertExactlyEqual(keys, _tokens(0, expected_length + 1))
+        self.assertEqual(layer.get_seq_length(), expected_length + 1)
+
+    def test_quantized_layer_refuses_quantized_tokens(self):
+        layer = self._residual_layer()
+        self.assertFalse(layer.is_croppable)
+        before = _snapshot(layer)
+        with self.assertRaises(ValueError) as context:
+            layer.crop(-3)
+        self.assertIn("ExactQuantizedLayer", str(context.exception))
+        self.assertIn("only the last 2", str(context.exception))
+        self.assertUnchanged(layer, before)
+
+    @unittest.skipUnless(is_optimum_quanto_available(), "needs optimum-quanto")
+    def test_quanto_layer(self):
+        layer = self._residual_layer(QuantoQuantizedLayer, q_group_size=1)
+        before = self._dequantized(layer)
+        layer.crop(-1)
+        self.assertEqual(layer.get_seq_length(), 4)
+        self.assertExactlyEqual(self._dequantized(layer), before[..., :4, :])
+        with self.assertRaises(ValueError):
+            layer.crop(-2)
+        layer.crop(-4)
+        self.assertEqual(layer.get_seq_length(), 0)
+        keys, _ = layer.update(_tokens(0, 2), _tokens(0, 2))
+        self.assertExactlyEqual(keys, _tokens(0, 2))
+
+
+@require_torch
+class ModelCacheLayersCropTest(CropTestCase):
+    """The cache layers of DeepSeek-V4, MiniMax-M3-VL and UnlimitedOcr crop their own states too, or refuse."""
+
+    def _deepseek_layer(self, layer_class):
+        config = DeepseekV4Config(
+            sliding_window=WINDOW,
+            compress_rates={"heavily_compressed_attention": 2, "compressed_sparse_attention": 2},
+        )
+        layer = layer_class(config)
+        _fill(layer, 3)
+        # The compressor closes a window of 2 tokens (one entry) and buffers the third token
+        source = _tokens(0, 3).reshape(1, 3, 1, 1)
+        chunk, chunk_gate, _ = layer.store_compression_weights("compressor", source, source.clone())
+        if layer_class is DeepseekV4CSACache:
+            layer.update_overlap_state("compressor", chunk.reshape(1, 1, 2, 1), chunk_gate.reshape(1, 1, 2, 1), 1)
+        layer.update_compressor_states("compressor", chunk[:, :1])
+        return layer
+
+    @parameterized.expand([("hca", "DeepseekV4HCACache"), ("csa", "DeepseekV4CSACache")])
+    def test_deepseek_v4_compressor_rolls_back_with_the_window(self, _, class_name):
+        layer_class = DeepseekV4HCACache if class_name == "DeepseekV4HCACache" else DeepseekV4CSACache
+        layer = self._deepseek_layer(layer_class)
+        self.assertFalse(layer.is_croppable)
+
+        layer.crop(-1)
+        self.assertEqual(layer.get_seq_length(), 2)
+        self.assertExactlyEqual(layer.keys, _tokens(0, 2))
+        self.assertIs(layer.values, layer.keys)
+        self.assertEqual(layer.buffer_kv["compressor"].shape[1], 0)
+        self.assertEqual(layer.entry_count["compressor"], 1)
+        # The new third token is buffered alone, right after the closed window
+        source = _tokens(2, 1).reshape(1, 1, 1, 1)
+        chunk, _, first_window_position = layer.store_compression_weights("compressor", source, source.clone())
+        self.assertEqual((chunk.shape[1], first_window_position), (0, 2))
+        self.assertExactlyEqual(layer.buffer_kv["compressor"], source)
+
+    @parameterized.expand([("hca",), ("csa",)])
+    def test_deepseek_v4_refuses_closed_windows_and_rolls_back_fully(self, name):
+        layer = self._deepseek_layer(DeepseekV4HCACache if name == "hca" else DeepseekV4CSACache)
+        before = _snapshot(layer)
+        with self.assertRaisesRegex(ValueError, "already compressed"):
+            layer.crop(-2)
+        self.assertUnchanged(layer, before)
+
+        layer.crop(-5)
+        self.assertEqual(layer.get_seq_length(), 0)
+        self.assertEqual(layer.entry_count["compressor"], 0)
+        self.assertIsNone(layer.compressed_kv["compressor"])
+        self.assertIsNone(layer.buffer_kv["compressor"])
+        if name == "csa":
+            self.assertIsNone(layer.overlap_kv["compressor"])
+        self.assertTrue(layer.is_croppable)
+
+    @parameterized.expand(CROP_CASES)
+    def test_minimax_m3_vl_index_keys_move_with_the_states(self, tokens_to_remove, expected_length):
+        layer = MiniMaxM3VLSparseCacheLayer()
+        _fill(layer, 3)
+        layer.update_index(_tokens(0, 3))
+        layer.crop(tokens_to_remove)
+        self.assertExactlyEqual(layer.keys, _tokens(0, expected_length))
+        self.assertExactlyEqual(layer.idx_keys, _tokens(0, expected_length))
+        self.assertExactlyEqual(layer.update_index(_tokens(expected_length, 1)), _tokens(0, expected_length + 1))
+
+    def test_minimax_m3_vl_layer_without_index_keys(self):
+        layer = MiniMaxM3VLSparseCacheLayer()
+        _fill(layer, 3)
+        layer.crop(-1)
+        self.assertIsNone(layer.idx_keys)
+        self.assertEqual(layer.get_seq_length(), 2)
+
+    @parameterized.expand(CROP_CASES)
+    def test_minimax_m3_vl_static_index_keys_move_with_the_states(self, tokens_to_remove, expected_length):
+        layer = MiniMaxM3VLSparseStaticCacheLayer(max_cache_len=MAX_CACHE_LEN)
+        _fill(layer, 3)
+        layer.update_index(_tokens(0, 3))
+        layer.crop(tokens_to_remove)
+        self.assertEqual(int(layer.get_seq_length()), expected_length)
+        self.assertEqual(int(layer.idx_cumulative_length), expected_length)
+        self.assertExactlyEqual(layer.keys, _static_buffer(expected_length))
+        self.assertExactlyEqual(layer.idx_keys, _static_buffer(expected_length))
+        _fill(layer, 1, start=expected_length)
+        self.assertExactlyEqual(layer.update_index(_tokens(expected_length, 1)), _static_buffer(expected_length + 1))
+        self.assertExactlyEqual(layer.keys, _static_buffer(expected_length + 1))
+
+    def _reference_sliding_layer(self, is_static):
+        if is_static:
+            layer = UnlimitedOcrStaticReferenceSlidingWindowLayer(max_cache_len=MAX_CACHE_LEN, sliding_window=WINDOW)
+        else:
+            layer = UnlimitedOcrDynamicReferenceSlidingWindowLayer(sliding_window=WINDOW)
+        # A prefill of 3 (reference) tokens, then 2 decoded ones in the sliding window
+        _fill(layer, 3)
+        _fill(layer, 2, start=3, step=1)
+        return layer
+
+    @parameterized.expand(
+        [(is_static, *case) for is_static in (False, True) for case in [(0, 5), (-1, 4), (-3, 2), (-9, 0)]]
+    )
+    def test_unlimited_ocr_reference_sliding_layers(self, is_static, tokens_to_remove, expected_length):
+        layer = self._reference_sliding_layer(is_static)
+        layer.crop(tokens_to_remove)
+        self.assertEqual(layer.get_seq_length(), expected_length)
+        prefill_length = min(expected_length, 3)
+        self.assertEqual(layer.prefill_cumulative_length, prefill_length)
+        if is_static:
+            self.assertEqual(int(layer.cumulative_length), expected_length - prefill_length)
+            self.assertExactlyEqual(layer.prefill_keys[..., :prefill_length, :], _tokens(0, prefill_length))
+            self.assertEqual(layer.all_keys[..., prefill_length:3, :].abs().sum().item(), 0)
+        else:
+            self.assertExactlyEqual(layer.prefill_keys, _tokens(0, prefill_length))
+            self.assertExactlyEqual(layer.keys, _tokens(3, expected_length - prefill_length))
+
+        # The next token lands right after the kept ones: in the prefill if it was cut, else in the sliding window
+        keys, _ = layer.update(_tokens(expected_length, 1), _tokens(expected_length, 1))
+        self.assertEqual(layer.get_seq_length(), expected_length + 1)
+        self.assertExactlyEqual(keys[..., : expected_length + 1, :], _tokens(0, expected_length + 1))
+
+
+@require_torch
+class AssistedDecodingCropTest(unittest.TestCase):
+    """Assisted decoding rolls the assistant cache back to the tokens it keeps, or fully if a layer refuses."""
+
+    def _models(self):
+        torch.manual_seed(0)
+        common = {
+            "vocab_size": 32,
+            "hidden_size": 16,
+            "intermediate_size": 32,
+            "num_attention_heads": 2,
+            "num_key_value_heads": 1,
+            "head_dim": 8,
+            "pad_token_id": 0,
+            "bos_token_id": None,
+            "eos_token_id": None,
+        }
+        main_model = LlamaForCausalLM(LlamaConfig(num_hidden_layers=2, **common)).eval()
+        assistants = {
+            "attention": LlamaForCausalLM(LlamaConfig(num_hidden_layers=1, **common)).eval(),
+            # Gated delta net layers hold recurrent states, which cannot remove the rejected tokens
+            "linear_attention": Qwen3NextForCausalLM(
+                Qwen3NextConfig(
+                    num_hidden_layers=2,
+                    layer_types=["linear_attention", "full_attention"],
+                    linear_num_value_heads=2,
+                    linear_num_key_heads=1,
+                    linear_key_head_dim=8,
+                    linear_value_head_dim=8,
+                    linear_conv_kernel_dim=2,
+                    num_experts=2,
+                    num_experts_per_tok=1,
+                    moe_intermediate_size=16,
+                    shared_expert_intermediate_size=16,
+                    **common,
+                )
+            ).eval(),
+        }
+        return main_model, assistants
+
+    @parameterized.expand(
+        [
+            ("attention", [5]),
+            ("attention", [5, 6, 7, 8]),
+            ("linear_attention", [5]),
+            ("linear_attention", [5, 6, 7, 8]),
+        ]
+    )
+    def test_assisted_generation_matches_greedy(self, assistant_name, prompt):
+        main_model, assistants = self._models()
+        input_ids = torch.tensor([prompt])
+        greedy = main_model.generate(input_ids, max_new_tokens=8, do_sample=False)
+        assisted = main_model.generate(
+            input_ids, max_new_tokens=8, do_sample=False, assistant_model=assistants[assistant_name]
+        )
+        self.assertEqual(assisted.tolist(), greedy.tolist())
+
+    @parameterized.expand([("attention", [5]), ("attention", [5, 6, 7, 8]), ("linear_attention", [5, 6, 7, 8])])
+    def test_assistant_cache_keeps_the_accepted_tokens(self, assistant_name, prompt):
+        _, assistants = self._models()
+        input_ids = torch.tensor([prompt])
+        # The assistant drafts 4 tokens per round, whatever its confidence
+        assistant = assistants[assistant_name]
+        assistant.generation_config.num_assistant_tokens = 4
+        assistant.generation_config.assistant_confidence_threshold = 0.0
+        generation_config = GenerationConfig(max_length=32, min_length=0, do_sample=False)
+        generator = AssistedCandidateGenerator(input_ids, assistant, generation_config, {})
+        candidates, _ = generator.get_candidates(input_ids)
+        self.assertEqual(candidates.shape[-1], len(prompt) + 4)
+
+        # The main model accepts one candidate and corrects the next one: the assistant keeps every token but the
+        # newest one (which it has not processed), or rolls back fully when its layers cannot remove a few tokens
+        accepted = torch.cat([candidates[:, : len(prompt) + 1], torch.tensor([[31]])], dim=-1)
+        generator._update_past_and_masks(accepted)
+        cache = generator.assistant_kwargs["cache"]
+        expected_length = accepted.shape[-1] - 2 if assistant_name == "attention" else 0
+        self.assertEqual(cache.get_seq_length(), expected_length)
+
+        candidates, _ = generator.get_candidates(accepted)
+        self.assertEqual(candidates[:, : accepted.shape[-1]].tolist(), accepted.tolist())
