@@ -8,6 +8,7 @@ subprocesses, started together once per module to keep the file fast.
 
 import ast
 import dataclasses
+import importlib.metadata
 import inspect
 import json
 import os
@@ -21,12 +22,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from packaging.requirements import Requirement
 
 import cache_crop_fix
 import transformers
 from cache_crop_fix import patcher
 from cache_crop_fix.__main__ import main as cli_main
-from cache_crop_fix.targets import supported_ranges
+from cache_crop_fix.targets import supported_ranges, target_for
 from cache_crop_fix.targets.v5_14 import FINGERPRINTS as UPSTREAM_FINGERPRINTS
 from transformers import DynamicCache
 from transformers import cache_utils as upstream_cache_utils
@@ -357,6 +359,19 @@ def test_status_fields(restore_fix_state):
 )
 def test_is_supported_version(version, supported):
     assert patcher.is_supported_version(version) is supported
+
+
+@pytest.mark.parametrize(
+    "version", ["5.13.9", "5.14.0", "5.14.1", "5.14.9", "5.15.0", "5.19.2", "5.23.1", "5.24.0", "5.24.7", "5.25.0"]
+)
+def test_declared_dependency_matches_the_targets(version):
+    # What pip may install must be exactly what a target supports: no release the fix refuses, none it leaves out
+    requirement = next(
+        Requirement(line)
+        for line in importlib.metadata.requires("cache_crop_fix")
+        if Requirement(line).name == "transformers"
+    )
+    assert requirement.specifier.contains(version, prereleases=True) is (target_for(version) is not None)
 
 
 def test_installed_transformers_matches_the_recorded_fingerprints(capsys):

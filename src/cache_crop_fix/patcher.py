@@ -33,7 +33,15 @@ from .targets import Target, supported_ranges, target_for
 
 _UPSTREAM_PACKAGE = "transformers"
 # Attributes that every class body defines: not ours to install
-_CLASS_BOOKKEEPING = {"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__firstlineno__"}
+_CLASS_BOOKKEEPING = {
+    "__module__",
+    "__qualname__",
+    "__doc__",
+    "__dict__",
+    "__weakref__",
+    "__firstlineno__",  # Python 3.13+
+    "__static_attributes__",  # Python 3.13+
+}
 
 
 class UnsupportedTransformersError(RuntimeError):
