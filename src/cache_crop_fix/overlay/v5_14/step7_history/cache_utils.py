@@ -231,12 +231,14 @@ class LinearAttentionLayer:
         if not self.record_past:
             # Copy instead of assigning to keep the static address
             self.conv_states[state_idx].copy_(full_conv_states[..., -self.conv_kernel_size[state_idx] :])
-        # If we need to record the past, keep the full states for now to be able to rollback later: with a history,
-        # only as many past tokens as it can roll back
+        # If we need to record the past, keep the full states for now to be able to rollback later. With a history,
+        # layers with recurrent states restore their conv states from it: keep only the last `conv_kernel_size` (as
+        # models read them), and other layers only as many past tokens as the history can roll back
         elif getattr(self, "history", None) is not None:
-            self.conv_states[state_idx] = full_conv_states[
-                ..., -(self.conv_kernel_size[state_idx] + self.history.maxlen) :
-            ]
+            kept_length = self.conv_kernel_size[state_idx]
+            if not self.is_recurrent_states_initialized[state_idx]:
+                kept_length += self.history.maxlen
+            self.conv_states[state_idx] = full_conv_states[..., -kept_length:]
         else:
             self.conv_states[state_idx] = full_conv_states
 
