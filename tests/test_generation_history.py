@@ -210,6 +210,7 @@ class _AssistantSpy:
         self.assistant = assistant
         self.rounds = []
         self.forward_lengths = []
+        self.calls = 0
 
     def __enter__(self):
         cls = AssistedCandidateGenerator
@@ -219,7 +220,9 @@ class _AssistantSpy:
         def spy_update_past_and_masks(generator, input_ids, remove_from_pkv=0, num_added_tokens=1):
             has_past = original(generator, input_ids, remove_from_pkv, num_added_tokens)
             past_key_values = generator.assistant_kwargs.get("past_key_values")
-            if has_past and past_key_values.get_seq_length() + len(spy.rounds) > 0:
+            spy.calls += 1
+            # From the second round on: the first one starts from an empty cache
+            if has_past and spy.calls > 1:
                 kept = past_key_values.get_seq_length()
                 spy.rounds.append(
                     {
