@@ -63,8 +63,8 @@ class AssistedCandidateGenerator:
     def _prepare_assistant_cache(self, input_ids: torch.LongTensor) -> None:
         """
         Prepares the cache the assistant would get in its first `generate` call (`dynamic_full`), and makes it record
-        its past, with a history of the linear attention states long enough to undo a round of drafts. Models that
-        prepare their own cache are left to do so.
+        its past, with a history of the linear attention states long enough to undo a round of drafts. Caches without
+        linear attention layers, and models that prepare their own cache, are left to `generate`.
         """
         model_kwargs = {}
         self.assistant_model._prepare_cache_for_generation(
@@ -74,6 +74,9 @@ class AssistedCandidateGenerator:
         if cache is None:
             return
         decoder_cache = cache.self_attention_cache if isinstance(cache, EncoderDecoderCache) else cache
+        # Attention caches need nothing more: `generate` prepares the same one in the first round
+        if not any(isinstance(layer, LinearAttentionCacheLayerMixin) for layer in decoder_cache.layers):
+            return
         decoder_cache.activate_past_recording(history_length=int(self.num_assistant_tokens) + 1)
         self.assistant_kwargs["past_key_values"] = cache
         self.generation_config.cache_implementation = None
