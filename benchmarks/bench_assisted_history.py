@@ -1,9 +1,9 @@
 """Benchmarks assisted decoding with linear attention assistants (step 7: exact rollback from a state history).
 
 The main model is a tiny random Llama (16 layers, hidden size 256). The assistants share its embeddings and its head,
-so that their drafts are often accepted, and have 4 layers of hidden size 256:
+so that their drafts are often accepted, and have layers of hidden size 256, sized to cost about the same per step:
 
-- `qwen3_next`: Qwen3-Next-like, 3 gated delta net layers (conv and recurrent states) and 1 attention layer,
+- `qwen3_next`: Qwen3-Next-like, 2 gated delta net layers (conv and recurrent states) and 1 attention layer,
 - `lfm2`: LFM2-like, 3 short-convolution layers (conv states only) and 1 attention layer,
 - `llama`: the control, an attention-only Llama of the same shape.
 
@@ -66,16 +66,17 @@ def _config(name: str, quick: bool):
     if name == "llama":
         return LlamaConfig(num_hidden_layers=4, **common)
     if name == "qwen3_next":
+        # 3 layers: with the torch gated delta rule, a step costs about what 4 attention layers cost (see the table)
         return transformers.Qwen3NextConfig(
-            num_hidden_layers=4,
-            layer_types=["linear_attention"] * 3 + ["full_attention"],
+            num_hidden_layers=3,
+            layer_types=["linear_attention"] * 2 + ["full_attention"],
             head_dim=hidden // 4,
             linear_num_key_heads=4,
             linear_num_value_heads=4,
             linear_key_head_dim=hidden // 4,
             linear_value_head_dim=hidden // 4,
             linear_conv_kernel_dim=4,
-            mlp_only_layers=[0, 1, 2, 3],
+            mlp_only_layers=[0, 1, 2],
             **common,
         )
     if name == "lfm2":
@@ -166,11 +167,22 @@ class Run:
             return has_past
 
         kwargs = {}
+        self.step_seconds = []
         if assistant is not None:
             kwargs["assistant_model"] = assistant
-            hook = assistant.register_forward_pre_hook(
-                lambda module, args, kw: self.forward_lengths.append(kw["input_ids"].shape[-1]), with_kwargs=True
-            )
+
+            def before(module, args, kw):
+                self.forward_lengths.append(kw["input_ids"].shape[-1])
+                self._forward_start = time.perf_counter()
+
+            def after(module, args, kw, output):
+                if kw["input_ids"].shape[-1] == 1:
+                    self.step_seconds.append(time.perf_counter() - self._forward_start)
+
+            hook = [
+                assistant.register_forward_pre_hook(before, with_kwargs=True),
+                assistant.register_forward_hook(after, with_kwargs=True),
+            ]
             AssistedCandidateGenerator._update_past_and_masks = spy
         try:
             start = time.perf_counter()
@@ -179,7 +191,8 @@ class Run:
             self.seconds = time.perf_counter() - start
         finally:
             if hook is not None:
-                hook.remove()
+                for handle in hook:
+                    handle.remove()
                 AssistedCandidateGenerator._update_past_and_masks = original
 
     @property
@@ -239,14 +252,18 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"`{' '.join(['.venv/bin/python', 'benchmarks/bench_assisted_history.py', *(argv if argv is not None else sys.argv[1:])]).strip()}`"
         f" (also run by `make bench`). Main model: random Llama, {main_model.config.num_hidden_layers} layers, hidden "
-        f"size {main_model.config.hidden_size}; assistants: 4 layers of the same hidden size sharing its embeddings "
-        f"and head. {new_tokens} new tokens, {NUM_ASSISTANT_TOKENS} drafts per round, greedy, 1 thread, "
+        f"size {main_model.config.hidden_size}; assistants of the same hidden size sharing its embeddings and head "
+        "(Qwen3-Next-like: 2 gated delta net layers + 1 attention layer; LFM2-like: 3 short-convolution layers + 1 "
+        "attention layer; control: 4 Llama layers), with the projections inside all decoder layers scaled by "
+        f"{args.scale} so that drafts are often accepted. {new_tokens} new tokens, {NUM_ASSISTANT_TOKENS} drafts per round, greedy, 1 thread, "
         f"{rounds} interleaved rounds (medians). torch {torch.__version__}, transformers {transformers.__version__}.",
         "",
         "- **rollback**: `history` = step 7 (exact crop of the assistant cache); `full` = steps 1-6 (the assistant "
         "cache is emptied after every round and the assistant encodes the whole sequence again). Stock 5.14.1 is not "
         "measured: its first rollback of a linear attention assistant raises.",
         "- **speed-up**: greedy time / assisted time (median of the per-round ratios).",
+        "- **assistant step**: median time of the assistant's one-token forward passes (the attention-only control "
+        "is sized to cost about as much as the linear attention assistants).",
         "- **assistant input tokens**: tokens the assistant processed (prompt included); **re-encodes**: its "
         "forward passes, after the first, over more than 2 tokens.",
         "- **history memory**: the most the linear attention histories held at once (recurrent states are kept "
@@ -254,16 +271,16 @@ def main(argv: list[str] | None = None) -> int:
         "attention states of one update (the bound is that times the history length, here "
         f"{NUM_ASSISTANT_TOKENS + 1}).",
         "",
-        "| prompt | assistant | rollback | time (s) | speed-up vs greedy | tokens / round | assistant input tokens | "
-        "re-encodes | history memory | state / update | output = greedy |",
-        "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| prompt | assistant | rollback | time (s) | speed-up vs greedy | tokens / round | assistant step (ms) "
+        "| assistant input tokens | re-encodes | history memory | state / update | output = greedy |",
+        "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for prompt_length in prompt_lengths:
         greedy = results[(prompt_length, "greedy", None)]
         greedy_output = greedy[0].output.tolist()
         lines.append(
             f"| {prompt_length} | (none: greedy) | | {statistics.median(r.seconds for r in greedy):.2f} | 1.00× | 1.00 "
-            "| | | | | |"
+            "| | | | | | |"
         )
         for name, mode, _ in configurations[1:]:
             runs = results[(prompt_length, name, mode)]
@@ -274,7 +291,8 @@ def main(argv: list[str] | None = None) -> int:
             state = f"{run.state_bytes / 1024:.0f} KiB" if run.state_bytes else ""
             lines.append(
                 f"| {prompt_length} | {name} | {mode} | {statistics.median(r.seconds for r in runs):.2f} "
-                f"| {statistics.median(ratios):.2f}× | {new_tokens / max(run.rounds - 1, 1):.2f} | {run.input_tokens} "
+                f"| {statistics.median(ratios):.2f}× | {new_tokens / max(run.rounds - 1, 1):.2f} "
+                f"| {1000 * statistics.median(t for r in runs for t in r.step_seconds):.1f} | {run.input_tokens} "
                 f"| {run.reencodes} | {history} | {state} | {'yes' if same else '**no**'} |"
             )
     lines += ["", END, ""]

@@ -127,6 +127,54 @@ ASSISTANTS = {
         },
     ),
     "falcon_h1": ("FalconH1Config", "FalconH1ForCausalLM", {**MAMBA2, "head_dim": 8, "mamba_d_ssm": 64}),
+    "granitemoehybrid": (
+        "GraniteMoeHybridConfig",
+        "GraniteMoeHybridForCausalLM",
+        {
+            **MAMBA2,
+            "layer_types": ["mamba", "attention"],
+            "num_local_experts": 4,
+            "num_experts_per_tok": 2,
+            "shared_intermediate_size": 16,
+        },
+    ),
+    "zamba2": (
+        "Zamba2Config",
+        "Zamba2ForCausalLM",
+        {
+            "mamba_d_state": 8,
+            "mamba_headdim": 16,
+            "n_mamba_heads": 4,
+            "mamba_ngroups": 1,
+            "chunk_size": 8,
+            "layers_block_type": ["mamba", "hybrid"],
+            "hybrid_layer_ids": [1],
+            "num_mem_blocks": 1,
+        },
+    ),
+    "qwen3_5_moe": (
+        "Qwen3_5MoeTextConfig",
+        "Qwen3_5MoeForCausalLM",
+        {
+            **GATED_DELTA_NET,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 16,
+            "shared_expert_intermediate_size": 16,
+        },
+    ),
+    "lfm2_moe": (
+        "Lfm2MoeConfig",
+        "Lfm2MoeForCausalLM",
+        {
+            "layer_types": ["conv", "full_attention"],
+            "conv_L_cache": 3,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 16,
+            "num_dense_layers": 1,
+        },
+    ),
 }
 # The two kinds the issue is about, checked in more detail (this tiny LFM2 never gets a draft accepted: Inkling is the
 # conv-only assistant whose rounds keep any number of drafts)
