@@ -8,7 +8,7 @@
 # at runtime and the exporter transplants them into upstream's file, so this file is written to read right inside
 # `transformers/cache_utils.py`. The classes here are never instantiated.
 
-from collections import deque
+import collections
 from typing import TYPE_CHECKING
 
 import torch
@@ -46,7 +46,7 @@ class LinearAttentionCacheLayerMixin:
         self.record_past = True
         history = getattr(self, "history", None)
         if history_length > 0 and (history is None or history.maxlen < history_length):
-            self.history = deque(history or (), maxlen=history_length)
+            self.history = collections.deque(history or (), maxlen=history_length)
             if history is None:
                 # The states the next update starts from (copied conv states, since kernels write them in place)
                 has_past = self.is_recurrent_states_initialized[0] and self.has_previous_state[0]

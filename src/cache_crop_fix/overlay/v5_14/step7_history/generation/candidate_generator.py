@@ -5,9 +5,6 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from transformers.cache_utils import CacheLayerMixin, EncoderDecoderCache, LinearAttentionCacheLayerMixin
-from transformers.utils import logging
-
 
 if TYPE_CHECKING:
     # Names that the upstream module binds and our methods use (at runtime they run with its globals)
@@ -66,6 +63,8 @@ class AssistedCandidateGenerator:
         its past, with a history of the linear attention states long enough to undo a round of drafts. Caches without
         linear attention layers, and models that prepare their own cache, are left to `generate`.
         """
+        from ..cache_utils import EncoderDecoderCache, LinearAttentionCacheLayerMixin
+
         model_kwargs = {}
         self.assistant_model._prepare_cache_for_generation(
             self.generation_config, model_kwargs, None, input_ids.shape[0], self.main_model_max_length
@@ -91,6 +90,9 @@ class AssistedCandidateGenerator:
         - `"full"`: some layer cannot remove a few tokens, so the cache is emptied and the assistant encodes the whole
           sequence again in every round (slower, but exact).
         """
+        from ..cache_utils import CacheLayerMixin, EncoderDecoderCache, LinearAttentionCacheLayerMixin
+        from ..utils import logging
+
         cache = (
             past_key_values.self_attention_cache
             if isinstance(past_key_values, EncoderDecoderCache)
@@ -126,6 +128,8 @@ class AssistedCandidateGenerator:
         """The linear attention history must undo every draft of the coming round (their number may grow)."""
         history_length = int(self.num_assistant_tokens) + 1
         if getattr(self, "_assistant_history_length", 0) < history_length:
+            from ..cache_utils import EncoderDecoderCache
+
             if isinstance(past_key_values, EncoderDecoderCache):
                 past_key_values = past_key_values.self_attention_cache
             past_key_values.activate_past_recording(history_length=history_length)
