@@ -33,6 +33,8 @@ clean:
 branch: $(STAMP)
 	$(PY) utils/export_upstream_branch.py
 
-# Cache.crop benchmarks, stock vs fixed (issue 5): writes docs/source/en/benchmarks.md and crop_latency.png
+# Cache.crop benchmarks, stock vs fixed (issue 5): writes docs/source/en/benchmarks.md and crop_latency.png; then
+# assisted decoding with linear attention assistants (issue 12), which writes its own section of benchmarks.md
 bench: $(STAMP)
 	$(PY) benchmarks/bench_crop.py
+	$(PY) benchmarks/bench_assisted_history.py

@@ -109,3 +109,35 @@ def test_plot_is_written(quick_report):
     pytest.importorskip("matplotlib")
     assert (out_dir / "crop_latency.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "![Cache.crop latency](crop_latency.png)" in text
+
+
+def test_assisted_history_benchmark_runs_and_writes_its_section(tmp_path):
+    """`benchmarks/bench_assisted_history.py --quick`: its section is added to an existing report, then replaced."""
+    script = REPO / "benchmarks" / "bench_assisted_history.py"
+    report = tmp_path / "benchmarks.md"
+    report.write_text("# Benchmarks\n\nOther sections.\n", encoding="utf-8")
+    for _ in range(2):
+        completed = subprocess.run(
+            [sys.executable, str(script), "--quick", "--prompt-lengths", "16", "--out-dir", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=REPO,
+        )
+        assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    text = report.read_text(encoding="utf-8")
+    assert text.startswith("# Benchmarks\n\nOther sections.\n")
+    assert text.count("<!-- bench_assisted_history:start -->") == 1
+    rows = table_rows(text, "## Assisted decoding with linear attention assistants")
+    assert {(row["assistant"], row["rollback"]) for row in rows} >= {
+        ("qwen3_next", "history"),
+        ("qwen3_next", "full"),
+        ("lfm2", "history"),
+        ("lfm2", "full"),
+        ("llama", "exact"),
+    }
+    for row in rows:
+        if row["rollback"] in ("history", "exact"):
+            assert row["re-encodes"] == "0", row
+        if row["rollback"]:
+            assert row["output = greedy"] == "yes", row

@@ -198,13 +198,15 @@ class _AssistantSpy:
 
         def spy_update_past_and_masks(generator, input_ids, remove_from_pkv=0, num_added_tokens=1):
             cache = generator.assistant_kwargs.get("past_key_values")
-            length_before = cache.get_seq_length() if cache is not None else None
+            length_before = cache.get_seq_length() if cache is not None else 0
             has_past = update_past_and_masks(generator, input_ids, remove_from_pkv, num_added_tokens)
             if has_past:
                 cache = generator.assistant_kwargs["past_key_values"]
+                # With a linear attention history (step 7), the assistant keeps every token it has processed
+                kept_extra = 0 if getattr(generator, "_assistant_rollback", None) == "history" else num_added_tokens
                 spy.rollbacks.append(
                     {
-                        "intended": max(input_ids.shape[-1] - 1 - remove_from_pkv - num_added_tokens, 0),
+                        "intended": max(input_ids.shape[-1] - 1 - remove_from_pkv - kept_extra, 0),
                         "length_before": length_before,
                         "length": cache.get_seq_length(),
                         "linear_has_previous_state": [

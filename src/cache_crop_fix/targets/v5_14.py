@@ -15,6 +15,12 @@ STEPS = (
     Step("step4_static", "4-static", "Support `crop` on static cache layers"),
     Step("step5_quantized", "5-quantized", "Crop both parts of quantized cache layers"),
     Step("step6_models", "6-models", "Crop the model-specific cache layers exactly, or refuse clearly"),
+    Step(
+        "step7_history",
+        "7-history",
+        "Roll back linear-attention assistants exactly with a bounded state history",
+        tests=("LinearAttentionHistoryTest",),
+    ),
 )
 
 # The upstream methods the overlay replaces: `patcher.source_fingerprint` of their source. If the installed source
@@ -22,14 +28,19 @@ STEPS = (
 # `python -m cache_crop_fix fingerprints`.
 # Identical in transformers 5.14.0 and 5.14.1
 FINGERPRINTS: dict[str, frozenset[str]] = {
+    "transformers.cache_utils.Cache.activate_past_recording": frozenset({"92ab199542b21909"}),
     "transformers.cache_utils.Cache.crop": frozenset({"ed59d37995911aa6"}),
+    "transformers.cache_utils.Cache.update": frozenset({"679ec869a03c9450"}),
     "transformers.cache_utils.DynamicIndexedLayer.crop": frozenset({"db056caf527df7d9"}),
     "transformers.cache_utils.DynamicLayer.crop": frozenset({"f733554ffaaab390"}),
     "transformers.cache_utils.DynamicSlidingWindowLayer.crop": frozenset({"a233961b69f230fd"}),
     "transformers.cache_utils.EncoderDecoderCache.crop": frozenset({"7a371cf940291c93"}),
     "transformers.cache_utils.LinearAttentionAndFullAttentionLayer.crop": frozenset({"108f6e160ad75d46"}),
     "transformers.cache_utils.LinearAttentionAndSlidingWindowAttentionLayer.crop": frozenset({"fc1ffb404f8217cd"}),
+    "transformers.cache_utils.LinearAttentionCacheLayerMixin.activate_past_recording": frozenset({"e0ef344a1257c906"}),
     "transformers.cache_utils.LinearAttentionCacheLayerMixin.crop": frozenset({"250ff98eeedf0119"}),
+    "transformers.cache_utils.LinearAttentionLayer.update_conv_state": frozenset({"a3cb5a9b54326b1f"}),
+    "transformers.cache_utils.LinearAttentionLayer.update_recurrent_state": frozenset({"1269b2100e6fbf2e"}),
     "transformers.generation.candidate_generator.AssistedCandidateGenerator._update_past_and_masks": frozenset(
         {"8fbfdda003628960"}
     ),

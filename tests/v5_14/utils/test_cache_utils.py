@@ -335,3 +335,184 @@ class CropErrorsTest(unittest.TestCase):
         self.assertEqual(cache.get_seq_length(), 0)
         self.assertFalse(linear_layer.has_previous_state[0])
         self.assertEqual(linear_layer.recurrent_states[0].abs().sum().item(), 0)
+
+
+# Linear attention history: a model-like forward pass over a cache made of one linear attention layer (a causal conv
+# of `KERNEL_SIZE` and a recurrent state that sums the tokens, like a gated delta rule without decay) and one
+# attention layer. Token values are small integers in float64, so that every state is exact.
+KERNEL_SIZE = 3
+
+
+def _linear_forward(cache, token_values, in_place_conv=True, in_place_recurrent=False):
+    """
+    One forward pass over `token_values`, updating the cache like Qwen3-Next's gated delta net does: a single token
+    with cached states writes the conv states in place (`causal_conv1d_update`), more tokens pass the conv window to
+    `update_conv_state`; the recurrent states are handed over as a new tensor (or written in place, if asked).
+    """
+    tokens = torch.tensor(token_values, dtype=torch.float64).reshape(1, 1, -1).expand(1, 2, -1)
+    for layer_idx, layer in enumerate(cache.layers):
+        if not isinstance(layer, LinearAttentionLayer):
+            keys = tokens[:, :1, :, None]
+            cache.update(keys, keys.clone(), layer_idx)
+            continue
+        has_previous_state = cache.has_previous_state(layer_idx)
+        if has_previous_state and len(token_values) == 1 and in_place_conv:
+            conv_states = layer.conv_states[0]
+            conv_states.copy_(torch.cat([conv_states, tokens], dim=-1)[..., -conv_states.shape[-1] :])
+        else:
+            context = torch.cat([layer.conv_states[0], tokens], dim=-1) if has_previous_state else tokens
+            cache.update_conv_state(
+                torch.nn.functional.pad(context, (KERNEL_SIZE - context.shape[-1], 0)), layer_idx=layer_idx
+            )
+        if has_previous_state and in_place_recurrent:
+            recurrent_states = layer.recurrent_states[0].add_(tokens.sum(dim=-1))
+        elif has_previous_state:
+            recurrent_states = layer.recurrent_states[0] + tokens.sum(dim=-1)
+        else:
+            recurrent_states = tokens.sum(dim=-1)
+        cache.update_recurrent_state(recurrent_states, layer_idx=layer_idx)
+
+
+def _linear_cache(linear_first=True, history_length=None):
+    layers = [LinearAttentionLayer(), DynamicLayer()]
+    cache = Cache(layers=layers if linear_first else layers[::-1])
+    if history_length is None:
+        cache.activate_past_recording()
+    else:
+        cache.activate_past_recording(history_length=history_length)
+    return cache
+
+
+def _linear_states(cache):
+    """The conv states the next forward pass uses (the last `KERNEL_SIZE`), and the recurrent states."""
+    layer = next(layer for layer in cache.layers if isinstance(layer, LinearAttentionLayer))
+    return layer.conv_states[0][..., -KERNEL_SIZE:].tolist(), layer.recurrent_states[0].tolist()
+
+
+def _expected_linear_states(token_values):
+    """The states of a fresh cache after one forward pass over `token_values`."""
+    cache = _linear_cache()
+    _linear_forward(cache, token_values)
+    return _linear_states(cache)
+
+
+@require_torch
+class LinearAttentionHistoryTest(unittest.TestCase):
+    @parameterized.expand([(linear_first, in_place) for linear_first in (True, False) for in_place in (True, False)])
+    def test_crop_restores_the_states_before_the_last_updates(self, linear_first, in_place_conv):
+        # A prompt of 4 tokens, then 4 drafted tokens, one per forward pass (like an assistant model)
+        tokens = [1, 2, 3, 4, 5, 6, 7, 8]
+        for tokens_to_remove in range(1, 5):
+            cache = _linear_cache(linear_first, history_length=5)
+            _linear_forward(cache, tokens[:4], in_place_conv)
+            for token in tokens[4:]:
+                _linear_forward(cache, [token], in_place_conv)
+
+            cache.crop(-tokens_to_remove)
+            kept = tokens[: len(tokens) - tokens_to_remove]
+            self.assertEqual(cache.get_seq_length(), len(kept))
+            self.assertEqual(_linear_states(cache), _expected_linear_states(kept))
+
+            # The cache goes on from there: two tokens at once, then one
+            _linear_forward(cache, [9, 10], in_place_conv)
+            _linear_forward(cache, [11], in_place_conv)
+            self.assertEqual(_linear_states(cache), _expected_linear_states(kept + [9, 10, 11]))
+            # And can be rolled back again, by the tokens of one or of both updates
+            cache.crop(-3)
+            self.assertEqual(_linear_states(cache), _expected_linear_states(kept))
+
+    def test_exact_states_values(self):
+        cache = _linear_cache(history_length=3)
+        _linear_forward(cache, [1, 2])
+        _linear_forward(cache, [3])
+        _linear_forward(cache, [4])
+        cache.crop(-1)
+        self.assertEqual(_linear_states(cache), ([[[1.0, 2.0, 3.0]] * 2], [[6.0, 6.0]]))
+        cache.crop(-1)
+        self.assertEqual(_linear_states(cache), ([[[0.0, 1.0, 2.0]] * 2], [[3.0, 3.0]]))
+
+    @parameterized.expand([(-2,), (-4,)])
+    def test_crop_within_an_update_raises_and_changes_nothing(self, argument):
+        cache = _linear_cache(history_length=5)
+        _linear_forward(cache, [1, 2, 3])
+        _linear_forward(cache, [4, 5])
+        _linear_forward(cache, [6])
+        before = _linear_states(cache)
+
+        # The last updates added 1, then 2, then 3 tokens: 1, 3 or 6 tokens can be removed, but not 2 or 4
+        with self.assertRaises(RuntimeError) as context:
+            cache.crop(argument)
+        message = str(context.exception)
+        self.assertIn("LinearAttentionLayer", message)
+        self.assertIn("[3, 2, 1]", message)
+        self.assertIn("crop(-cache.get_seq_length())", message)
+        self.assertEqual(cache.get_seq_length(), 6)
+        self.assertEqual(_linear_states(cache), before)
+
+        cache.crop(-3)
+        self.assertEqual(_linear_states(cache), _expected_linear_states([1, 2, 3]))
+
+    def test_history_is_bounded(self):
+        cache = _linear_cache(history_length=2)
+        _linear_forward(cache, [1, 2])
+        for token in [3, 4, 5, 6]:
+            _linear_forward(cache, [token])
+        layer = cache.layers[0]
+        self.assertEqual(len(layer.history), 2)
+
+        with self.assertRaises(RuntimeError):
+            cache.crop(-3)
+        cache.crop(-2)
+        self.assertEqual(_linear_states(cache), _expected_linear_states([1, 2, 3, 4]))
+        self.assertEqual(len(layer.history), 0)
+        with self.assertRaises(RuntimeError):
+            cache.crop(-1)
+
+    def test_full_rollback_resets_and_clears_the_history(self):
+        cache = _linear_cache(history_length=3)
+        _linear_forward(cache, [1, 2])
+        _linear_forward(cache, [3])
+        cache.crop(-3)
+        layer = cache.layers[0]
+        self.assertEqual(cache.get_seq_length(), 0)
+        self.assertFalse(layer.has_previous_state[0])
+        self.assertEqual(len(layer.history), 0)
+        self.assertEqual(layer.recurrent_states[0].abs().sum().item(), 0)
+
+        # A new prompt, then a rollback within it
+        _linear_forward(cache, [5, 6])
+        _linear_forward(cache, [7])
+        cache.crop(-1)
+        self.assertEqual(_linear_states(cache), _expected_linear_states([5, 6]))
+
+    def test_recurrent_states_are_kept_without_copy_and_conv_states_are_copied(self):
+        cache = _linear_cache(history_length=3)
+        layer = cache.layers[0]
+        _linear_forward(cache, [1, 2])
+        recurrent_states = layer.recurrent_states[0]
+        _linear_forward(cache, [3])
+        # The history holds the very tensor the model handed over before, and a copy of the conv states, which the
+        # single-token forward pass then wrote in place
+        _, conv_states, kept_recurrent_states, _ = layer.history[-1]
+        self.assertIs(kept_recurrent_states, recurrent_states)
+        self.assertIsNot(conv_states, layer.conv_states[0])
+        self.assertEqual(conv_states.tolist(), [[[0.0, 1.0, 2.0]] * 2])
+
+    def test_recurrent_states_written_in_place_cannot_be_restored(self):
+        cache = _linear_cache(history_length=3)
+        _linear_forward(cache, [1, 2])
+        _linear_forward(cache, [3], in_place_recurrent=True)
+        before = _linear_states(cache)
+
+        with self.assertRaises(RuntimeError) as context:
+            cache.crop(-1)
+        self.assertIn("recurrent states", str(context.exception))
+        self.assertEqual(_linear_states(cache), before)
+
+    def test_without_history_recurrent_states_cannot_be_rolled_back(self):
+        cache = _linear_cache()
+        _linear_forward(cache, [1, 2])
+        _linear_forward(cache, [3])
+        with self.assertRaises(RuntimeError) as context:
+            cache.crop(-1)
+        self.assertIn("history_length", str(context.exception))

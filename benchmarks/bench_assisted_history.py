@@ -1,0 +1,315 @@
+"""Benchmarks assisted decoding with linear attention assistants (step 7: exact rollback from a state history).
+
+The main model is a tiny random Llama (16 layers, hidden size 256). The assistants share its embeddings and its head,
+so that their drafts are often accepted, and have layers of hidden size 256, sized to cost about the same per step:
+
+- `qwen3_next`: Qwen3-Next-like, 2 gated delta net layers (conv and recurrent states) and 1 attention layer,
+- `lfm2`: LFM2-like, 3 short-convolution layers (conv states only) and 1 attention layer,
+- `llama`: the control, an attention-only Llama of the same shape.
+
+Each is run with the rollback of step 7 (`history`: the assistant cache is cropped exactly) and, for the linear
+attention assistants, with the full rollback of steps 1-6 (`full`: the assistant cache is emptied after every round
+and the assistant encodes the whole sequence again). Stock transformers 5.14 is not measured: there, the first
+rollback of a linear attention assistant raises (its cache does not record its past). Greedy decoding without an
+assistant is the baseline. 64 new tokens, 5 drafts per round, 1 thread; every configuration runs once per round, in
+an order rotated from round to round, and the table reports medians over the rounds. Each assisted output is checked
+against greedy decoding.
+
+It writes its section of `docs/source/en/benchmarks.md` (between the `bench_assisted_history` markers, appended if
+missing), so it runs after `benchmarks/bench_crop.py` in `make bench`.
+
+    .venv/bin/python benchmarks/bench_assisted_history.py                 # the full run (several minutes)
+    .venv/bin/python benchmarks/bench_assisted_history.py --quick --out-dir /tmp/bench   # tiny sizes (smoke test)
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+import cache_crop_fix
+import transformers
+from transformers import LlamaConfig, LlamaForCausalLM
+from transformers.cache_utils import LinearAttentionCacheLayerMixin
+from transformers.generation.candidate_generator import AssistedCandidateGenerator
+
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_OUT_DIR = REPO / "docs" / "source" / "en"
+START, END = "<!-- bench_assisted_history:start -->", "<!-- bench_assisted_history:end -->"
+NUM_ASSISTANT_TOKENS = 5
+ASSISTANTS = ("qwen3_next", "lfm2", "llama")
+
+
+def _config(name: str, quick: bool):
+    hidden = 64 if quick else 256
+    common = {
+        "vocab_size": 512 if quick else 2048,
+        "hidden_size": hidden,
+        "intermediate_size": 2 * hidden,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 8192,
+        "bos_token_id": None,
+        "eos_token_id": None,
+        "pad_token_id": None,
+        "tie_word_embeddings": False,
+    }
+    if name == "main":
+        return LlamaConfig(num_hidden_layers=4 if quick else 16, **common)
+    if name == "llama":
+        return LlamaConfig(num_hidden_layers=4, **common)
+    if name == "qwen3_next":
+        # 3 layers: with the torch gated delta rule, a step costs about what 4 attention layers cost (see the table)
+        return transformers.Qwen3NextConfig(
+            num_hidden_layers=3,
+            layer_types=["linear_attention"] * 2 + ["full_attention"],
+            head_dim=hidden // 4,
+            linear_num_key_heads=4,
+            linear_num_value_heads=4,
+            linear_key_head_dim=hidden // 4,
+            linear_value_head_dim=hidden // 4,
+            linear_conv_kernel_dim=4,
+            mlp_only_layers=[0, 1, 2],
+            **common,
+        )
+    if name == "lfm2":
+        return transformers.Lfm2Config(
+            num_hidden_layers=4, layer_types=["conv"] * 3 + ["full_attention"], conv_L_cache=3, **common
+        )
+    raise ValueError(name)
+
+
+def _damp(model, scale: float) -> None:
+    """Scales the projections inside the decoder layers, so that each layer changes the residual stream little: the
+    next token then depends mostly on the last one (through the embeddings and the head, which the assistants share
+    with the main model), and the drafts of the assistants are often accepted."""
+    with torch.no_grad():
+        for name, module in model.named_modules():
+            if ".layers." in name and isinstance(module, (torch.nn.Linear, torch.nn.Conv1d)):
+                module.weight.mul_(scale)
+
+
+def build_models(quick: bool, scale: float) -> tuple[LlamaForCausalLM, dict]:
+    torch.manual_seed(0)
+    main = LlamaForCausalLM(_config("main", quick)).eval()
+    _damp(main, scale)
+    assistants = {}
+    for seed, name in enumerate(ASSISTANTS, start=1):
+        torch.manual_seed(seed)
+        config = _config(name, quick)
+        model = transformers.AutoModelForCausalLM.from_config(config).eval()
+        with torch.no_grad():
+            model.get_input_embeddings().weight.copy_(main.get_input_embeddings().weight)
+            model.get_output_embeddings().weight.copy_(main.get_output_embeddings().weight)
+        _damp(model, scale)
+        assistants[name] = model
+    for model in (main, *assistants.values()):
+        model.generation_config.eos_token_id = None
+        model.generation_config.pad_token_id = None
+        model.generation_config.num_assistant_tokens = NUM_ASSISTANT_TOKENS
+        model.generation_config.num_assistant_tokens_schedule = "constant"
+        model.generation_config.assistant_confidence_threshold = 0.0
+    return main, assistants
+
+
+@contextlib.contextmanager
+def full_rollback():
+    """The behaviour of steps 1-6: the assistant cache is emptied after every round (the assistant re-encodes)."""
+    original = AssistedCandidateGenerator.__dict__["_get_assistant_rollback"]
+    AssistedCandidateGenerator._get_assistant_rollback = lambda self, past_key_values: "full"
+    try:
+        yield
+    finally:
+        AssistedCandidateGenerator._get_assistant_rollback = original
+
+
+def history_bytes(past_key_values) -> tuple[int, int]:
+    """Bytes held by the linear attention histories (entries and the conv copy), and one update's state bytes."""
+    held = state = 0
+    seen = set()
+    for layer in getattr(past_key_values, "layers", ()):
+        if not isinstance(layer, LinearAttentionCacheLayerMixin):
+            continue
+        if layer.is_recurrent_states_initialized[0]:
+            state += layer.recurrent_states[0].nbytes + layer.conv_states[0][..., -layer.conv_kernel_size[0] :].nbytes
+        tensors = [getattr(layer, "_history_conv_state", None)]
+        for entry in getattr(layer, "history", None) or ():
+            tensors += [entry[1], entry[2]]
+        for tensor in tensors:
+            if tensor is not None and id(tensor) not in seen:
+                seen.add(id(tensor))
+                held += tensor.nbytes
+    return held, state
+
+
+class Run:
+    """One assisted (or greedy) generation, with what the assistant did."""
+
+    def __init__(self, main, assistant, prompt, new_tokens):
+        self.forward_lengths, self.rounds, self.peak_history, self.state_bytes = [], 0, 0, 0
+        hook = None
+        original = AssistedCandidateGenerator.__dict__["_update_past_and_masks"]
+        run = self
+
+        def spy(generator, input_ids, remove_from_pkv=0, num_added_tokens=1):
+            has_past = original(generator, input_ids, remove_from_pkv, num_added_tokens)
+            run.rounds += 1
+            held, state = history_bytes(generator.assistant_kwargs.get("past_key_values"))
+            run.peak_history = max(run.peak_history, held)
+            run.state_bytes = max(run.state_bytes, state)
+            return has_past
+
+        kwargs = {}
+        self.step_seconds = []
+        if assistant is not None:
+            kwargs["assistant_model"] = assistant
+
+            def before(module, args, kw):
+                self.forward_lengths.append(kw["input_ids"].shape[-1])
+                self._forward_start = time.perf_counter()
+
+            def after(module, args, kw, output):
+                if kw["input_ids"].shape[-1] == 1:
+                    self.step_seconds.append(time.perf_counter() - self._forward_start)
+
+            hook = [
+                assistant.register_forward_pre_hook(before, with_kwargs=True),
+                assistant.register_forward_hook(after, with_kwargs=True),
+            ]
+            AssistedCandidateGenerator._update_past_and_masks = spy
+        try:
+            start = time.perf_counter()
+            with torch.no_grad():
+                self.output = main.generate(prompt, do_sample=False, max_new_tokens=new_tokens, **kwargs)
+            self.seconds = time.perf_counter() - start
+        finally:
+            if hook is not None:
+                for handle in hook:
+                    handle.remove()
+                AssistedCandidateGenerator._update_past_and_masks = original
+
+    @property
+    def input_tokens(self) -> int:
+        return sum(self.forward_lengths)
+
+    @property
+    def reencodes(self) -> int:
+        """Assistant forward passes after the first one that process the sequence again (more than 2 tokens)."""
+        return sum(length > 2 for length in self.forward_lengths[1:])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, one round (smoke test)")
+    parser.add_argument("--out-dir", type=Path, default=DEFAULT_OUT_DIR)
+    parser.add_argument("--prompt-lengths", type=int, nargs="*", default=None)
+    parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument("--scale", type=float, default=0.2, help="scale of the projections inside decoder layers")
+    parser.add_argument("--assistants", nargs="*", default=list(ASSISTANTS), choices=ASSISTANTS)
+    args = parser.parse_args(argv)
+    quick = args.quick
+    prompt_lengths = args.prompt_lengths or ([16, 32] if quick else [64, 256, 1024, 4096])
+    rounds = args.rounds or (1 if quick else 3)
+    new_tokens = 16 if quick else 64
+
+    torch.set_num_threads(1)
+    cache_crop_fix.apply()
+    main_model, assistants = build_models(quick, args.scale)
+    configurations = [("greedy", None, None)]
+    for name in args.assistants:
+        configurations.append((name, "history" if name != "llama" else "exact", assistants[name]))
+        if name != "llama":
+            configurations.append((name, "full", assistants[name]))
+
+    results = {}
+    started = time.perf_counter()
+    for prompt_length in prompt_lengths:
+        prompt = torch.randint(
+            3, main_model.config.vocab_size, (1, prompt_length), generator=torch.Generator().manual_seed(0)
+        )
+        Run(main_model, assistants["llama"], prompt[:, :16], 4)  # warm-up
+        for round_idx in range(rounds):
+            shift = round_idx % len(configurations)
+            for name, mode, assistant in configurations[shift:] + configurations[:shift]:
+                with full_rollback() if mode == "full" else contextlib.nullcontext():
+                    run = Run(main_model, assistant, prompt, new_tokens)
+                results.setdefault((prompt_length, name, mode), []).append(run)
+            print(
+                f"prompt {prompt_length}, round {round_idx + 1}/{rounds}: {time.perf_counter() - started:.0f} s",
+                file=sys.stderr,
+            )
+
+    lines = [
+        START,
+        "## Assisted decoding with linear attention assistants (step 7)",
+        "",
+        f"`{' '.join(['.venv/bin/python', 'benchmarks/bench_assisted_history.py', *(argv if argv is not None else sys.argv[1:])]).strip()}`"
+        f" (also run by `make bench`). Main model: random Llama, {main_model.config.num_hidden_layers} layers, hidden "
+        f"size {main_model.config.hidden_size}; assistants of the same hidden size sharing its embeddings and head "
+        "(Qwen3-Next-like: 2 gated delta net layers + 1 attention layer; LFM2-like: 3 short-convolution layers + 1 "
+        "attention layer; control: 4 Llama layers), with the projections inside all decoder layers scaled by "
+        f"{args.scale} so that drafts are often accepted. {new_tokens} new tokens, {NUM_ASSISTANT_TOKENS} drafts per round, greedy, 1 thread, "
+        f"{rounds} interleaved rounds (medians). torch {torch.__version__}, transformers {transformers.__version__}.",
+        "",
+        "- **rollback**: `history` = step 7 (exact crop of the assistant cache); `full` = steps 1-6 (the assistant "
+        "cache is emptied after every round and the assistant encodes the whole sequence again). Stock 5.14.1 is not "
+        "measured: its first rollback of a linear attention assistant raises.",
+        "- **speed-up**: greedy time / assisted time (median of the per-round ratios).",
+        "- **assistant step**: median time of the assistant's one-token forward passes (the attention-only control "
+        "is sized to cost about as much as the linear attention assistants).",
+        "- **assistant input tokens**: tokens the assistant processed (prompt included); **re-encodes**: its "
+        "forward passes, after the first, over more than 2 tokens.",
+        "- **history memory**: the most the linear attention histories held at once (recurrent states are kept "
+        "without copy: without the history they would be freed); **state / update**: the bytes of the linear "
+        "attention states of one update (the bound is that times the history length, here "
+        f"{NUM_ASSISTANT_TOKENS + 1}).",
+        "",
+        "| prompt | assistant | rollback | time (s) | speed-up vs greedy | tokens / round | assistant step (ms) "
+        "| assistant input tokens | re-encodes | history memory | state / update | output = greedy |",
+        "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for prompt_length in prompt_lengths:
+        greedy = results[(prompt_length, "greedy", None)]
+        greedy_output = greedy[0].output.tolist()
+        lines.append(
+            f"| {prompt_length} | (none: greedy) | | {statistics.median(r.seconds for r in greedy):.2f} | 1.00× | 1.00 "
+            "| | | | | | |"
+        )
+        for name, mode, _ in configurations[1:]:
+            runs = results[(prompt_length, name, mode)]
+            ratios = [g.seconds / r.seconds for g, r in zip(greedy, runs)]
+            run = runs[0]
+            same = all(r.output.tolist() == greedy_output for r in runs)
+            history = f"{run.peak_history / 1024:.0f} KiB" if mode == "history" else ""
+            state = f"{run.state_bytes / 1024:.0f} KiB" if run.state_bytes else ""
+            lines.append(
+                f"| {prompt_length} | {name} | {mode} | {statistics.median(r.seconds for r in runs):.2f} "
+                f"| {statistics.median(ratios):.2f}× | {new_tokens / max(run.rounds - 1, 1):.2f} "
+                f"| {1000 * statistics.median(t for r in runs for t in r.step_seconds):.1f} | {run.input_tokens} "
+                f"| {run.reencodes} | {history} | {state} | {'yes' if same else '**no**'} |"
+            )
+    lines += ["", END, ""]
+    section = "\n".join(lines)
+
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    report = args.out_dir / "benchmarks.md"
+    text = report.read_text(encoding="utf-8") if report.exists() else ""
+    if START in text and END in text:
+        before, rest = text.split(START, 1)
+        text = before + section + rest.split(END, 1)[1].lstrip("\n")
+    else:
+        text = text.rstrip("\n") + ("\n\n" if text else "") + section
+    report.write_text(text, encoding="utf-8")
+    print(section)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
