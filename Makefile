@@ -12,10 +12,12 @@ NUMERIC_TESTS := tests/test_generation.py tests/test_generation_hybrid.py tests/
 install: $(STAMP)
 
 # uv installs several times faster than pip (measured in README.md); it is bootstrapped with pip and given pip's local
-# wheels and constraint file (utils/uv_pip.py). Should anything in that path fail, pip does the whole install.
+# wheels and constraint file (utils/uv_pip.py). Should anything in that path fail, pip does the whole install
+# (`make install USE_UV=0` goes straight to pip).
+USE_UV ?= 1
 $(STAMP): requirements-dev.txt pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	( $(PY) -m pip install --quiet "$$(grep '^uv==' requirements-dev.txt)" \
+	( [ "$(USE_UV)" = 1 ] && $(PY) -m pip install --quiet "$$(grep '^uv==' requirements-dev.txt)" \
 	  && UV=$(VENV)/bin/uv $(PY) utils/uv_pip.py install --quiet --python $(PY) --upgrade-package pip pip -r requirements-dev.txt \
 	  && UV=$(VENV)/bin/uv $(PY) utils/uv_pip.py install --quiet --python $(PY) --no-deps -e . ) \
 	|| ( echo "uv install failed: installing with pip" \
