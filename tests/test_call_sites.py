@@ -91,7 +91,8 @@ class PI0SampleActionsTest(unittest.TestCase):
             cache_crop_fix.status().patches,
         )
 
-        # Stock 5.14 computed the same actions with its absolute `crop(prefix_length)`
+        # Stock 5.14 computed the same actions with its absolute `crop(prefix_length)`. Exact, on any kernel set: both
+        # runs take the same path (same model, inputs, shapes and thread count; only the form of the crop differs)
         cache_crop_fix.revert()
         try:
             expected = model.sample_actions(**inputs)

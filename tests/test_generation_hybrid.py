@@ -29,6 +29,10 @@ the sequence again) and that every draft equals what a fresh assistant would hav
 As the *main* model, a conv-only hybrid (Inkling) is rolled back exactly. A model with recurrent states cannot be:
 `generate` refuses stateful models up front, and one that does not declare itself stateful gets a clear error at its
 first partial rollback rather than silently continuing from states that saw the rejected tokens.
+
+The models run in float64, and every greedy reference (plain decoding, and each fresh assistant draft) is checked to
+have no near-tie, so that another computation path (assisted decoding) must give the same tokens on every CPU kernel
+set and thread count (`tests/numerics.py`).
 """
 
 import contextlib
@@ -39,6 +43,8 @@ from parameterized import parameterized
 
 from transformers import is_torch_available
 from transformers.testing_utils import require_torch
+
+from .numerics import MODEL_DTYPE, assert_no_near_tie, set_test_threads
 
 
 if is_torch_available():
@@ -129,6 +135,8 @@ def _config(model_name):
             moe_intermediate_size=16,
             shared_expert_intermediate_size=16,
             decoder_sparse_step=1,
+            # The default grouped-matmul experts have no float64 kernel
+            experts_implementation="eager",
             **NO_SPECIAL_TOKENS,
         )
     if model_name == "lfm2":
@@ -158,7 +166,8 @@ def _model(model_name, seed):
         "lfm2": Lfm2ForCausalLM,
     }
     torch.manual_seed(seed)
-    model = model_classes[model_name](_config(model_name)).eval()
+    # Initialised in float32 (the same weights as before, rounded), computed in float64: see `tests/numerics.py`
+    model = model_classes[model_name](_config(model_name)).eval().to(MODEL_DTYPE)
     model.generation_config.eos_token_id = None
     model.generation_config.pad_token_id = None
     model.generation_config.num_assistant_tokens = NUM_ASSISTANT_TOKENS
@@ -174,8 +183,18 @@ def _input_ids(prompt_length):
 
 @cache
 def _greedy(model_name, prompt_length):
+    """Plain greedy decoding: the tokens every assisted mode must reproduce; checked to have no near-tie, since the
+    assisted modes compute the same logits along other paths."""
     model = _model(model_name, seed=0)
-    return model.generate(_input_ids(prompt_length), do_sample=False, max_new_tokens=MAX_NEW_TOKENS)
+    output = model.generate(
+        _input_ids(prompt_length),
+        do_sample=False,
+        max_new_tokens=MAX_NEW_TOKENS,
+        return_dict_in_generate=True,
+        output_logits=True,
+    )
+    assert_no_near_tie(output.logits, f"of {model_name} with a {prompt_length}-token prompt")
+    return output.sequences
 
 
 def _generate(model, prompt_length, **kwargs):
@@ -258,8 +277,7 @@ class HybridAssistedGenerationTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         # The models are tiny: intra-op threads only add synchronisation overhead
-        cls._num_threads = torch.get_num_threads()
-        torch.set_num_threads(1)
+        cls._num_threads = set_test_threads()
 
     @classmethod
     def tearDownClass(cls):
@@ -285,8 +303,17 @@ class HybridAssistedGenerationTest(unittest.TestCase):
         for round_idx, (assistant, input_ids, draft) in enumerate(spy.drafts, start=1):
             if draft.shape[-1] == 0:  # the length budget is used up
                 continue
-            fresh = assistant.generate(input_ids, do_sample=False, max_new_tokens=draft.shape[-1])
-            self.assertEqual(draft.tolist(), fresh[:, input_ids.shape[-1] :].tolist(), f"draft of round {round_idx}")
+            fresh = assistant.generate(
+                input_ids,
+                do_sample=False,
+                max_new_tokens=draft.shape[-1],
+                return_dict_in_generate=True,
+                output_logits=True,
+            )
+            # The draft was computed from the rolled-back cache, the fresh one from scratch: two paths
+            assert_no_near_tie(fresh.logits, f"of the fresh assistant in round {round_idx}")
+            fresh_draft = fresh.sequences[:, input_ids.shape[-1] :]
+            self.assertEqual(draft.tolist(), fresh_draft.tolist(), f"draft of round {round_idx}")
 
     @parameterized.expand([(assistant, prompt_length) for assistant in HYBRID_ASSISTANTS for prompt_length in [5]])
     def test_hybrid_assistant_matches_greedy(self, assistant_name, prompt_length):

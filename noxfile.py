@@ -1,0 +1,116 @@
+"""The torch and Python versions users have: `make matrix` (`nox`), not part of `make test`.
+
+Session `matrix`: the exported upstream-style tests (`tests/utils/`) and the end-to-end generation tests
+(`tests/test_generation*.py`) with the runtime fix, for each combination of Python, torch and transformers in
+`COMBINATIONS`. Session `fork`: the exported tests against a wheel of the fork branch (`make branch`), without the
+runtime fix; it skips when `build/` holds no branch.
+
+Environments are made by uv (nox's `uv` backend). uv reads neither pip's configuration nor its constraint file, so the
+package locations and the constraint pip is configured with (`pip config list`, `PIP_FIND_LINKS`, ...) are handed to
+uv: on machines with local wheels (a CPU build of torch, say) uv takes them from there as pip would, and a torch cap
+is honoured as pip honours it.
+"""
+
+import glob
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import nox
+
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "utils"))
+from uv_pip import uv_environment  # noqa: E402
+
+
+ROOT = Path(__file__).resolve().parent
+BRANCH_REPO = ROOT / "build" / "transformers-5.14.1"
+BRANCH = "fix-cache-crop"
+
+# (Python, torch, transformers). 3.10 is the oldest Python `requires-python` allows, 3.13 the newest measured; torch
+# 2.13.0 is the pinned development version, 2.14.1 the newest release pip's cap allows on the development machines.
+COMBINATIONS = [
+    ("3.11", "2.13.0", "5.14.1"),
+    ("3.11", "2.14.1", "5.14.1"),
+    ("3.10", "2.14.1", "5.14.1"),
+    ("3.12", "2.14.1", "5.14.1"),
+    ("3.13", "2.14.1", "5.14.1"),
+    ("3.11", "2.13.0", "5.14.0"),  # the oldest transformers the package accepts
+]
+# What the tests import besides torch and transformers (the quantized-backend tests skip without the backends)
+TEST_REQUIREMENTS = ["pytest==9.*", "parameterized", "hypothesis", "optimum-quanto==0.2.7", "hqq==0.2.8.post1"]
+EXPORTED_TESTS = "tests/utils"
+GENERATION_TESTS = sorted(str(path.relative_to(ROOT)) for path in ROOT.glob("tests/test_generation*.py"))
+
+nox.options.default_venv_backend = "uv"
+nox.options.sessions = ["matrix", "fork"]
+nox.options.reuse_existing_virtualenvs = True
+
+
+def _python(version: str) -> str:
+    """The interpreter for `version`: on PATH, or one of pyenv's (whose shims run only the selected versions)."""
+    for candidate in sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}.*/bin/python{version}"))):
+        return candidate
+    found = shutil.which(f"python{version}")
+    return found or version
+
+
+os.environ.update(uv_environment())
+
+
+def _install(session: nox.Session, torch_version: str, transformers_requirement: str, *extra: str) -> None:
+    session.install(f"torch=={torch_version}", transformers_requirement, *TEST_REQUIREMENTS, *extra)
+    session.run(
+        "python",
+        "-c",
+        "import sys, torch, transformers; print(sys.version, torch.__version__, transformers.__version__)",
+    )
+
+
+@nox.session
+@nox.parametrize(
+    "python,torch_version,transformers_version",
+    [(_python(python), torch_version, transformers) for python, torch_version, transformers in COMBINATIONS],
+    ids=[
+        f"py{python}-torch{torch_version}-transformers{transformers}"
+        for python, torch_version, transformers in COMBINATIONS
+    ],
+)
+def matrix(session: nox.Session, torch_version: str, transformers_version: str) -> None:
+    """The exported and the end-to-end generation tests with the runtime fix (tests/conftest.py applies it)."""
+    _install(session, torch_version, f"transformers=={transformers_version}", ".")
+    session.run(
+        "python", "-m", "pytest", EXPORTED_TESTS, *GENERATION_TESTS, "-q", "-p", "no:cacheprovider", *session.posargs
+    )
+
+
+@nox.session(python=_python("3.11"))
+def fork(session: nox.Session) -> None:
+    """The exported tests against the fork branch's wheel (no runtime fix), away from this project's conftest."""
+    if not (BRANCH_REPO / ".git").exists():
+        session.skip(f"no fork branch in {BRANCH_REPO.relative_to(ROOT)}: run `make branch` first")
+    _install(
+        session, "2.13.0", f"transformers @ git+file://{BRANCH_REPO}@{BRANCH}", "--reinstall-package", "transformers"
+    )
+    tests = Path(session.create_tmp()) / "exported"
+    shutil.rmtree(tests, ignore_errors=True)
+    shutil.copytree(ROOT / EXPORTED_TESTS, tests / EXPORTED_TESTS)
+    (tests / "tests" / "__init__.py").touch()
+    (tests / "pytest.ini").write_text("[pytest]\n")
+    session.run(
+        "python", "-c", "import importlib.util, sys; sys.exit(importlib.util.find_spec('cache_crop_fix') is not None)"
+    )
+    with session.chdir(tests):
+        session.run(
+            "python",
+            "-m",
+            "pytest",
+            EXPORTED_TESTS,
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-c",
+            "pytest.ini",
+            *session.posargs,
+        )
