@@ -3,13 +3,19 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# The upstream main target (transformers 5.24.x) has its own environment, for its upstream-style tests (tests/v5_24/);
+# .venv holds the 5.14 backport and the development tools
+VENV_MAIN := .venv-v5_24
+PY_MAIN := $(VENV_MAIN)/bin/python
+STAMP_MAIN := $(VENV_MAIN)/.installed
 # The end-to-end tests that compare numbers computed along two kernel paths; `make test` also runs them on the portable
 # kernels (ATEN_CPU_CAPABILITY=default), so that a comparison that holds only on this CPU's kernels fails here
 NUMERIC_TESTS := tests/test_generation.py tests/test_generation_hybrid.py tests/test_call_sites.py
 
-.PHONY: install test test-default-kernels lint style clean branch bench matrix
+.PHONY: install install-main test test-main test-default-kernels lint style clean branch bench matrix
 
 install: $(STAMP)
+install-main: $(STAMP_MAIN)
 
 # uv installs several times faster than pip (measured in README.md); it is bootstrapped with pip and given pip's local
 # wheels and constraint file (utils/uv_pip.py). Should anything in that path fail, pip does the whole install
@@ -26,13 +32,28 @@ $(STAMP): requirements-dev.txt pyproject.toml setup.py
 	  && $(PY) -m pip install --quiet --no-deps -e . )
 	touch $(STAMP)
 
+$(STAMP_MAIN): requirements-v5_24.txt pyproject.toml setup.py | $(STAMP)
+	test -x $(PY_MAIN) || $(PYTHON) -m venv $(VENV_MAIN)
+	( [ "$(USE_UV)" = 1 ] && test -x $(VENV)/bin/uv \
+	  && UV=$(VENV)/bin/uv $(PY) utils/uv_pip.py install --quiet --python $(PY_MAIN) -r requirements-v5_24.txt \
+	  && UV=$(VENV)/bin/uv $(PY) utils/uv_pip.py install --quiet --python $(PY_MAIN) --no-deps -e . ) \
+	|| ( echo "uv install failed: installing with pip" \
+	  && $(PY_MAIN) -m pip install --quiet -r requirements-v5_24.txt \
+	  && $(PY_MAIN) -m pip install --quiet --no-deps -e . )
+	touch $(STAMP_MAIN)
+
 lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
 test: lint
 	$(PY) -m pytest
+	$(MAKE) --no-print-directory test-main
 	$(MAKE) --no-print-directory test-default-kernels
+
+# The upstream main target: its upstream-style tests with the fix applied to transformers 5.24
+test-main: $(STAMP_MAIN)
+	$(PY_MAIN) -m pytest tests/v5_24
 
 test-default-kernels: $(STAMP)
 	ATEN_CPU_CAPABILITY=default $(PY) -m pytest -q $(NUMERIC_TESTS)

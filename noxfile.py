@@ -1,6 +1,6 @@
 """The torch and Python versions users have: `make matrix` (`nox`), not part of `make test`.
 
-Session `matrix`: the exported upstream-style tests (`tests/utils/`) and the end-to-end generation tests
+Session `matrix`: the exported upstream-style tests of the 5.14 target (`tests/v5_14/utils/`) and the end-to-end generation tests
 (`tests/test_generation*.py`) with the runtime fix, for each combination of Python, torch and transformers in
 `COMBINATIONS`. Session `fork`: the exported tests against a wheel of the fork branch (`make branch`), without the
 runtime fix; it skips when `build/` holds no branch.
@@ -40,7 +40,7 @@ COMBINATIONS = [
 ]
 # What the tests import besides torch and transformers (the quantized-backend tests skip without the backends)
 TEST_REQUIREMENTS = ["pytest==9.*", "parameterized", "hypothesis", "optimum-quanto==0.2.7", "hqq==0.2.8.post1"]
-EXPORTED_TESTS = "tests/utils"
+EXPORTED_TESTS = "tests/v5_14/utils"
 GENERATION_TESTS = sorted(str(path.relative_to(ROOT)) for path in ROOT.glob("tests/test_generation*.py"))
 
 nox.options.default_venv_backend = "uv"
