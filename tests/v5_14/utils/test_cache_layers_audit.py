@@ -24,6 +24,7 @@ if is_torch_available():
     from transformers import DeepseekV4Config, DynamicCache, LlamaConfig, QuantizedCache, StaticCache
     from transformers.cache_utils import (
         Cache,
+        DynamicIndexedLayer,
         DynamicLayer,
         DynamicSlidingWindowLayer,
         LinearAttentionAndFullAttentionLayer,
@@ -743,3 +744,181 @@ class CropAtomicityTest(CropTestMixin, unittest.TestCase):
         for layer_idx in range(4):
             _fill(cache, 6, step=1, layer_idx=layer_idx)
         self.assertRefusedAtomically(cache, -1, ValueError, "StaticSlidingWindowLayer")
+
+
+def _attention_layer(name):
+    """A fresh layer of every layer type that holds attention states (hybrids: their linear part stays unused)."""
+    factories = {
+        "dynamic": lambda: DynamicLayer(),
+        "sliding": lambda: DynamicSlidingWindowLayer(sliding_window=WINDOW),
+        "indexed": lambda: DynamicIndexedLayer(),
+        "static": lambda: StaticLayer(max_cache_len=MAX_CACHE_LEN),
+        "static_sliding": lambda: StaticSlidingWindowLayer(max_cache_len=MAX_CACHE_LEN, sliding_window=WINDOW),
+        "static_indexed": lambda: StaticIndexedLayer(max_cache_len=MAX_CACHE_LEN),
+        "quantized": lambda: ExactQuantizedLayer(residual_length=2),
+        "quantized_residual_only": lambda: ExactQuantizedLayer(residual_length=8),
+        "minimax_m3_vl_sparse": lambda: MiniMaxM3VLSparseCacheLayer(),
+        "minimax_m3_vl_sparse_static": lambda: MiniMaxM3VLSparseStaticCacheLayer(MAX_CACHE_LEN),
+        **{f"hybrid_{name}": (lambda name=name: _hybrid_layer(name)) for name in HYBRID_LAYERS},
+    }
+    return factories[name]()
+
+
+ATTENTION_LAYERS = [
+    "dynamic",
+    "sliding",
+    "indexed",
+    "static",
+    "static_sliding",
+    "static_indexed",
+    "quantized",
+    "quantized_residual_only",
+    "minimax_m3_vl_sparse",
+    "minimax_m3_vl_sparse_static",
+    *(f"hybrid_{name}" for name in HYBRID_LAYERS),
+]
+SLIDING_LAYERS = ["sliding", "static_sliding", "hybrid_sliding", "hybrid_static_sliding"]
+
+
+@require_torch
+class LayerLevelOversizedCropTest(CropTestMixin, unittest.TestCase):
+    """
+    `crop` called on a layer itself (not through `Cache.crop`, which converts the argument first) with a removal of at
+    least its length: the layer is left exactly as a fresh one, in every piece of state (tensors, side tensors, lengths
+    and counters, mask sizes), and the next update lands at position 0.
+    """
+
+    def assertSameAsFresh(self, cache, name, num_tokens):
+        reference = Cache(layers=[_attention_layer(name)])
+        layer, reference_layer = cache.layers[0], reference.layers[0]
+        self.assertEqual(int(layer.get_seq_length()), 0)
+        for query_length in (1, 3):
+            self.assertEqual(layer.get_mask_sizes(query_length), reference_layer.get_mask_sizes(query_length))
+        for attribute in (
+            "cumulative_length",
+            "cumulative_length_int",
+            "indexer_cumulative_length",
+            "idx_cumulative_length",
+        ):
+            if hasattr(reference_layer, attribute):
+                self.assertEqual(int(getattr(layer, attribute)), 0, attribute)
+        # The next update sees only the new tokens, and leaves the layer exactly like the fresh one
+        for got, expected in zip(_update(cache, 0, 2), _update(reference, 0, 2)):
+            self.assertExact(got, expected)
+        self.assertSameState(_snapshot(cache), _snapshot(reference), "cache")
+
+    @parameterized.expand(
+        [(name, 3, argument) for name in ATTENTION_LAYERS for argument in (-3, -5, -100, 0)]
+        # Beyond the window: a full rollback is still possible at the layer level
+        + [(name, 6, argument) for name in SLIDING_LAYERS for argument in (-6, -9)]
+    )
+    def test_layer_crop_of_at_least_its_length_empties_it(self, name, num_tokens, argument):
+        cache = Cache(layers=[_attention_layer(name)])
+        _fill(cache, num_tokens, step=1)
+
+        cache.layers[0].crop(argument)
+
+        self.assertSameAsFresh(cache, name, num_tokens)
+
+    @parameterized.expand(
+        # Hybrid layers refuse absolute lengths, which their linear part cannot honour (see the linear tests)
+        [(name, argument) for name in ATTENTION_LAYERS for argument in ((-1,) if "hybrid" in name else (-1, 2))]
+    )
+    def test_layer_partial_crop_then_append(self, name, argument):
+        cache = Cache(layers=[_attention_layer(name)])
+        _fill(cache, 3, step=1)
+        reference = Cache(layers=[_attention_layer(name)])
+        _fill(reference, 2, step=1)
+
+        cache.layers[0].crop(argument)
+
+        layer, reference_layer = cache.layers[0], reference.layers[0]
+        self.assertEqual(int(layer.get_seq_length()), 2)
+        self.assertEqual(layer.get_mask_sizes(1), reference_layer.get_mask_sizes(1))
+        for got, expected in zip(_update(cache, 2, 2), _update(reference, 2, 2)):
+            self.assertExact(got, expected)
+        self.assertEqual(int(layer.get_seq_length()), 4)
+
+    @parameterized.expand([(name,) for name in ["linear", *HYBRID_LAYERS]])
+    def test_layer_crop_beyond_recorded_conv_past_is_refused_and_zero_resets(self, name):
+        # A linear attention layer has no length of its own: an oversized removal at the layer level is refused
+        # (`Cache.crop` turns it into a full rollback), and `crop(0)` resets both parts
+        layer = LinearAttentionLayer() if name == "linear" else _hybrid_layer(name)
+        cache = Cache(layers=[layer])
+        cache.activate_past_recording()
+        _feed(cache, 0, 3, "conv+recurrent")
+        before = _snapshot(cache)
+        with self.assertRaises(RuntimeError):
+            layer.crop(-5)
+        self.assertSameState(_snapshot(cache), before, "cache")
+
+        layer.crop(0)
+
+        self.assertFalse(layer.has_previous_state[0])
+        self.assertEqual(layer.recurrent_states[0].abs().sum().item(), 0)
+        if name != "linear":
+            self.assertEqual(int(layer.get_seq_length()), 0)
+        (conv_states,) = _feed(cache, 0, 2, "conv+recurrent")
+        self.assertExact(conv_states, _conv_inputs(0, 2))
+        if name != "linear":
+            self.assertExact(layer.keys[..., : int(layer.get_seq_length()), :], _tokens(0, 2))
+
+
+@require_torch
+class LinearStateWithEmptyAttentionCropTest(CropTestMixin, unittest.TestCase):
+    """A cache whose attention layers hold no token yet while its linear attention layers hold states: `crop(0)`,
+    and any removal, is a full rollback of the linear states (nothing of them may stay alive)."""
+
+    @parameterized.expand([(0,), (-1,), (-3,)])
+    def test_full_rollback_resets_the_linear_states(self, argument):
+        cache = _linear_cache()
+        cache.update_conv_state(_conv_inputs(0, 3), 1, conv_kernel_size=KERNEL)
+        cache.update_recurrent_state(torch.full((1, 2), 3.0), 1)
+        self.assertEqual(cache.get_seq_length(), 0)
+
+        _crop_quietly(cache, argument)
+
+        linear_layer = cache.layers[1]
+        self.assertFalse(linear_layer.has_previous_state[0])
+        self.assertEqual(linear_layer.recurrent_states[0].abs().sum().item(), 0)
+        # The next conv step is a prefill: it sees the new tokens only, not the old conv states
+        (conv_states,) = _feed(cache, 0, 2, "conv+recurrent")
+        self.assertExact(conv_states, _conv_inputs(0, 2))
+        self.assertEqual(cache.get_seq_length(), 2)
+
+    def test_removing_nothing_keeps_the_linear_states(self):
+        cache = _linear_cache()
+        cache.update_conv_state(_conv_inputs(0, 3), 1, conv_kernel_size=KERNEL)
+        before = _snapshot(cache)
+        cache.crop(tokens_to_remove=0)
+        self.assertSameState(_snapshot(cache), before, "cache")
+
+
+@require_torch
+class ConvStateOwnershipCropTest(CropTestMixin, unittest.TestCase):
+    """While past recording is on, a layer keeps the very conv tensor the model passed to `update_conv_state` (the
+    prefill's conv input, which the model also uses): a rollback must replace the layer's reference, never write into
+    that tensor."""
+
+    @parameterized.expand(
+        [(name, how) for name in ["linear", *HYBRID_LAYERS] for how in ("cache_full_rollback", "layer_zero")]
+    )
+    def test_rollback_leaves_the_models_conv_tensor_unchanged(self, name, how):
+        layer = LinearAttentionLayer() if name == "linear" else _hybrid_layer(name)
+        layers = [DynamicLayer(), layer] if name == "linear" else [layer]
+        cache = Cache(layers=layers)
+        cache.activate_past_recording()
+        _update(cache, 0, 3, layer_idx=0)
+        model_conv_input = _conv_inputs(0, 3)
+        returned = cache.update_conv_state(model_conv_input, len(layers) - 1, conv_kernel_size=KERNEL)
+        # The premise: the layer holds the model's own tensor
+        self.assertEqual(layer.conv_states[0].data_ptr(), model_conv_input.data_ptr())
+
+        if how == "cache_full_rollback":
+            cache.crop(-3)
+        else:
+            layer.crop(0)
+
+        self.assertExact(model_conv_input, _conv_inputs(0, 3))
+        self.assertExact(returned, _conv_inputs(0, 3))
+        self.assertFalse(layer.has_previous_state[0])
