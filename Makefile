@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint style clean branch bench
+.PHONY: install test lint style clean branch bench mutate
 
 install: $(STAMP)
 
@@ -36,3 +36,11 @@ branch: $(STAMP)
 # Cache.crop benchmarks, stock vs fixed (issue 5): writes docs/source/en/benchmarks.md and crop_latency.png
 bench: $(STAMP)
 	$(PY) benchmarks/bench_crop.py
+
+# Mutation testing of the overlay with cosmic-ray (issue 13): `make mutate` (every target whose transformers is
+# installed) or `make mutate TARGET=v5_14 JOBS=2`; writes build/mutation/<target>/report.md.
+TARGET ?=
+JOBS ?= 1
+mutate: $(STAMP)
+	$(PY) -m pip install --quiet -r requirements-mutate.txt
+	nice $(PY) utils/mutation_testing.py --jobs $(JOBS) $(TARGET)
