@@ -369,3 +369,14 @@ class AssistantRollbackModeTest(unittest.TestCase):
                 self.assertEqual(rollback["length"], 0, f"round {round_idx}: {rollback}")
                 self.assertEqual(set(rollback["attention_lengths"]), {0}, f"round {round_idx}")
                 self.assertFalse(any(rollback["linear_has_previous_state"]), f"round {round_idx}: stale states")
+
+    def test_assistant_cache_is_kept_when_every_draft_is_accepted(self):
+        # An assistant with the main model's weights: every draft is accepted, so the candidate generator has nothing
+        # to remove from the assistant cache in those rounds, and must not touch it (`crop(-0)` would empty it)
+        with _AssistantSpy() as spy:
+            sequences = _generate(_model("llama", seed=0), 5, assistant_model=_model("llama", seed=0))
+        self.assertEqual(sequences.tolist(), _greedy("llama", 5).tolist())
+        self.assertGreaterEqual(len(spy.rollbacks), 1)
+        for round_idx, rollback in enumerate(spy.rollbacks, start=1):
+            self.assertEqual(rollback["length_before"], rollback["intended"], f"round {round_idx}: {rollback}")
+            self.assertEqual(rollback["length"], rollback["intended"], f"round {round_idx}: {rollback}")

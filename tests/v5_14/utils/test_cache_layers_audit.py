@@ -922,3 +922,41 @@ class ConvStateOwnershipCropTest(CropTestMixin, unittest.TestCase):
         self.assertExact(model_conv_input, _conv_inputs(0, 3))
         self.assertExact(returned, _conv_inputs(0, 3))
         self.assertFalse(layer.has_previous_state[0])
+
+
+@require_torch
+class CropStateDetailsTest(CropTestMixin, unittest.TestCase):
+    """Details of the state a crop leaves, each pinned by a mutant of the overlay that no other test killed."""
+
+    @parameterized.expand([("linear",), ("hybrid_full",)])
+    def test_full_rollback_keeps_the_conv_state_shape(self, name):
+        # After a full rollback of a recording layer, its conv states are zeros of the layer's own shape (batch,
+        # channels, kernel), so that e.g. beam search can still reorder them before the next prefill
+        layer = LinearAttentionLayer() if name == "linear" else _hybrid_layer("full")
+        cache = Cache(layers=[DynamicLayer(), layer] if name == "linear" else [layer])
+        cache.activate_past_recording()
+        _feed(cache, 0, 3)
+        cache.crop(-3)
+        self.assertExact(layer.conv_states[0], torch.zeros(1, 2, KERNEL))
+        cache.reorder_cache(torch.tensor([0]))
+        self.assertExact(layer.conv_states[0], torch.zeros(1, 2, KERNEL))
+
+    def test_every_conv_state_of_a_multi_state_layer_is_checked(self):
+        # Only the second conv state is in use, with no recorded past beyond its kernel: removing a token is refused
+        layer = LinearAttentionLayer(number_of_states=2)
+        cache = Cache(layers=[DynamicLayer(), layer])
+        cache.activate_past_recording()
+        _update(cache, 0, 3)
+        cache.update_conv_state(_conv_inputs(0, 3), 1, state_idx=1, conv_kernel_size=4)
+        self.assertRefusedAtomically(cache, -1, RuntimeError, "LinearAttentionLayer")
+
+    @parameterized.expand([(-1,), (-5,), (0,)])
+    def test_sparse_layer_without_index_keys(self, argument):
+        # MiniMax-M3-VL sparse layer whose index keys were never set: cropping the key and value states must work
+        layer = MiniMaxM3VLSparseCacheLayer()
+        cache = Cache(layers=[layer])
+        cache.update(_tokens(0, 3), -_tokens(0, 3), layer_idx=0)
+        self.assertIsNone(layer.idx_keys)
+        _crop_quietly(cache, argument)
+        self.assertIsNone(layer.idx_keys)
+        self.assertExact(layer.keys, _tokens(0, max(3 + argument, 0) if argument < 0 else 0))
