@@ -960,3 +960,41 @@ class CropStateDetailsTest(CropTestMixin, unittest.TestCase):
         _crop_quietly(cache, argument)
         self.assertIsNone(layer.idx_keys)
         self.assertExact(layer.keys, _tokens(0, max(3 + argument, 0) if argument < 0 else 0))
+
+
+@require_torch
+class LayerLevelEdgeCasesTest(CropTestMixin, unittest.TestCase):
+    """Layer-level crops at the edges (each pinned by a mutant of the overlay that no other test killed)."""
+
+    @parameterized.expand([(-1,), (0,), (-5,)])
+    def test_early_initialized_empty_layers(self, argument):
+        # `early_initialization` (used by `export`) leaves initialized layers that hold no token yet
+        cache = Cache(layers=[DynamicLayer(), DynamicLayer()])
+        cache.early_initialization(1, 1, 1, torch.float32, torch.device("cpu"))
+        _crop_quietly(cache, argument)
+        for layer in cache.layers:
+            layer.crop(argument)
+        self.assertEqual(cache.get_seq_length(), 0)
+        keys, _ = _update(cache, 0, 2)
+        self.assertExact(keys, _tokens(0, 2))
+
+    @parameterized.expand([(name, argument) for name in ("sliding", "static_sliding") for argument in (6, 10)])
+    def test_layer_crop_that_keeps_everything_beyond_the_window(self, name, argument):
+        # An absolute target of at least the length removes nothing, even once the window was passed
+        cache = Cache(layers=[_attention_layer(name)])
+        _fill(cache, 6, step=1)
+        before = _snapshot(cache)
+        cache.layers[0].crop(argument)
+        self.assertSameState(_snapshot(cache), before, "cache")
+
+    @parameterized.expand([(1,), (2,)])
+    def test_linear_layer_refuses_absolute_lengths(self, argument):
+        # A linear attention layer has no sequence length: no positive argument can be honoured at the layer level
+        layer = LinearAttentionLayer()
+        cache = Cache(layers=[DynamicLayer(), layer])
+        cache.activate_past_recording()
+        _feed(cache, 0, 3)
+        before = _snapshot(cache)
+        with self.assertRaises(ValueError):
+            layer.crop(argument)
+        self.assertSameState(_snapshot(cache), before, "cache")
