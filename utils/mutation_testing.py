@@ -73,13 +73,31 @@ EXCLUDED_OPERATORS = (
 
 # Survivors argued equivalent, keyed by (file relative to the target's overlay, the stripped source line, operator).
 # The argument is the one line the docs show for it.
-EQUIVALENT: dict[tuple[str, str, str], str] = {}
+EQUIVALENT: dict[tuple[str, str, str], str] = {
+    (
+        "step3_atomic/generation/candidate_generator.py",
+        "self.assistant_kwargs, input_ids.shape[-1], self.assistant_model.config.is_encoder_decoder",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "`input_ids` is always 2-D (batch, sequence) here, so `shape[1]` is `shape[-1]` (upstream's own line).",
+    (
+        "step5_quantized/cache_utils.py",
+        "residual_length = self.keys.shape[-2] if self.keys.dim() == 4 else 0",
+        "core/NumberReplacer",
+    ): "with an empty residual part `new_length < seq_length <= quantized_length` either way, so the same "
+    "re-quantizing branch runs, which does not read `quantized_length`.",
+}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("targets", nargs="*", help="targets to mutate (default: every target with an overlay)")
     parser.add_argument("--limit", type=int, default=None, help="run at most this many mutants (a smoke run)")
+    parser.add_argument(
+        "--recheck",
+        action="store_true",
+        help="re-test the survivors of the last session against the current tests (after adding tests)",
+    )
+    parser.add_argument("--report", action="store_true", help="only write the report of the last session")
     parser.add_argument("--jobs", type=int, default=1, help="mutants tested in parallel (each in its own copy)")
     parser.add_argument("--dry-run", action="store_true", help="only count the mutants and the skipped ones")
     parser.add_argument("--only", default=None, help="regex on 'file:line operator': run only the matching mutants")
@@ -101,7 +119,12 @@ def main(argv: list[str] | None = None) -> int:
                 "is installed (run `make mutate` in an environment with that release)."
             )
             continue
-        status |= run_target(name, args.limit, args.only, args.dry_run, args.jobs)
+        if args.recheck:
+            status |= recheck_survivors(name)
+        elif args.report:
+            status |= report_only(name)
+        else:
+            status |= run_target(name, args.limit, args.only, args.dry_run, args.jobs)
     return status
 
 
@@ -158,6 +181,56 @@ def run_target(target: str, limit: int | None, only: str | None, dry_run: bool =
         raise SystemExit(f"[{target}] cosmic-ray exec failed")
     exec_seconds = time.monotonic() - started
     return report(target, shards, overlay, skipped, baseline_seconds, exec_seconds, test_command, jobs)
+
+
+def recheck_survivors(target: str) -> int:
+    """Runs each survivor of the last session again, with the current tests copied into the scratch copy, and records
+    the new outcome in the session (cosmic-ray's `mutate-and-test` applies the mutant, runs the tests, restores)."""
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
+
+    work = BUILD / target
+    shards = sorted(work.glob("shard*"))
+    if not shards:
+        raise SystemExit(f"[{target}] no session to recheck: run `make mutate TARGET={target}` first")
+    test_command = json.loads(
+        re.search(r"^test-command = (.*)$", (shards[0] / "cosmic-ray.toml").read_text(), re.M).group(1)
+    )
+    for shard in shards:
+        shutil.rmtree(shard / "tests")
+        shutil.copytree(ROOT / "tests", shard / "tests", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        env = {**os.environ, "PYTHONPATH": str(shard / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
+        with use_db(str(shard / "session.sqlite"), WorkDB.Mode.open) as db:
+            survivors = [
+                (item, result)
+                for item, result in db.completed_work_items
+                if result.worker_outcome != WorkerOutcome.SKIPPED and result.test_outcome == TestOutcome.SURVIVED
+            ]
+            for item, result in survivors:
+                (mutation,) = item.mutations
+                command = [sys.executable, "-m", "cosmic_ray.cli", "mutate-and-test"]
+                command += [str(mutation.module_path), mutation.operator_name, str(mutation.occurrence), test_command]
+                output = subprocess.run(command, cwd=shard, env=env, capture_output=True, text=True, check=True).stdout
+                outcome = json.loads(output)["test_outcome"]
+                print(f"[{target}] {mutation.module_path}:{mutation.start_pos[0]} {mutation.operator_name}: {outcome}")
+                db.set_result(
+                    item.job_id,
+                    WorkResult(
+                        worker_outcome=WorkerOutcome.NORMAL,
+                        test_outcome=TestOutcome(outcome),
+                        output="rechecked with the current tests",
+                        diff=result.diff,
+                    ),
+                )
+    return report(target, shards, Path("src/cache_crop_fix/overlay") / target, None, 0, 0, test_command, len(shards))
+
+
+def report_only(target: str) -> int:
+    shards = sorted((BUILD / target).glob("shard*"))
+    test_command = json.loads(
+        re.search(r"^test-command = (.*)$", (shards[0] / "cosmic-ray.toml").read_text(), re.M).group(1)
+    )
+    return report(target, shards, Path("src/cache_crop_fix/overlay") / target, None, 0, 0, test_command, len(shards))
 
 
 def _annotation_spans(tree: ast.AST) -> list[tuple[tuple[int, int], tuple[int, int]]]:
@@ -267,24 +340,33 @@ def skip_mutants(
     return counts
 
 
-def report(target, shards, overlay, skipped, baseline_seconds, exec_seconds, test_command, jobs) -> int:
+def report(target, shards, overlay, _skipped, baseline_seconds, exec_seconds, test_command, jobs) -> int:
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome
 
     rows = []
+    skipped = dict.fromkeys(("annotation", "superseded", "operator left out", "not selected"), 0)
+    pending = 0
     for shard in shards:
         with use_db(str(shard / "session.sqlite"), WorkDB.Mode.open) as db:
+            pending += len(list(db.pending_work_items))
             for item, result in db.completed_work_items:
                 if result.worker_outcome == WorkerOutcome.SKIPPED:
+                    if result.output in skipped:
+                        skipped[result.output] += 1 / len(shards)  # every shard skips the same mutants
                     continue
                 (mutation,) = item.mutations
                 rows.append((mutation, result))
+    skipped = {reason: round(count) for reason, count in skipped.items()}
     rows.sort(key=lambda row: (str(row[0].module_path), row[0].start_pos, row[0].operator_name))
     work = shards[0]
     killed = [r for r in rows if r[1].test_outcome == TestOutcome.KILLED]
     incompetent = [r for r in rows if r[1].test_outcome == TestOutcome.INCOMPETENT]
     survived = [r for r in rows if r[1].test_outcome == TestOutcome.SURVIVED]
+    rechecked = sum(r[1].output == "rechecked with the current tests" for r in rows)
     per_mutant = exec_seconds * jobs / max(len(rows), 1)
+    total = len(rows) + pending + skipped["annotation"] + skipped["superseded"] + skipped["operator left out"]
+    total += skipped["not selected"]
     lines = [
         f"# Mutation testing of `overlay/{target}` (cosmic-ray)",
         "",
@@ -293,13 +375,17 @@ def report(target, shards, overlay, skipped, baseline_seconds, exec_seconds, tes
         f"Baseline: {baseline_seconds:.0f} s. Mutants run: {len(rows)} in {exec_seconds:.0f} s with {jobs} job(s) "
         f"({per_mutant:.1f} s of one job per mutant).",
         "",
-        "| mutants | run | killed | incompetent | survived | skipped: annotation | superseded | operator left out |",
-        "|---|---|---|---|---|---|---|---|",
-        f"| {len(rows) + sum(v for k, v in skipped.items() if k != 'run')} | {len(rows)} | {len(killed)} | "
-        f"{len(incompetent)} | {len(survived)} | {skipped['annotation']} | {skipped['superseded']} | "
-        f"{skipped['operator left out']} |",
+        "| mutants | run | killed | incompetent | survived | not run yet | skipped: annotation | superseded | "
+        "operator left out |",
+        "|---|---|---|---|---|---|---|---|---|",
+        f"| {total} | {len(rows)} | {len(killed)} | {len(incompetent)} | {len(survived)} | {pending} | "
+        f"{skipped['annotation']} | {skipped['superseded']} | {skipped['operator left out']} |",
         "",
     ]
+    if rechecked:
+        lines += [f"{rechecked} survivors of the run were re-tested with the current tests (`--recheck`).", ""]
+    if pending:
+        lines += [f"Interrupted: {pending} mutants were not run (`cosmic-ray exec` in a shard resumes them).", ""]
     if skipped["not selected"]:
         lines += [f"Partial run: {skipped['not selected']} mutants not selected (`--limit`/`--only`).", ""]
     unexplained = 0
