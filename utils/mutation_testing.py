@@ -53,6 +53,7 @@ TEST_SELECTION = (
     "tests/test_generation_hybrid.py::HybridAssistedGenerationTest::test_hybrid_assistant_matches_greedy_1_qwen3_next",
     "tests/test_generation_hybrid.py::HybridAssistedGenerationTest::test_hybrid_assistant_matches_greedy_2_lfm2",
     "tests/test_generation_hybrid.py::AssistantRollbackModeTest",
+    "tests/{target}/generation",
 )
 # Deselected for speed: the quanto/hqq backend tests build native kernels (minutes on a cold cache); the in-repo
 # quantizer tests of the same `crop` run instead.
