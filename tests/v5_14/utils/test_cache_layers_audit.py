@@ -998,3 +998,54 @@ class LayerLevelEdgeCasesTest(CropTestMixin, unittest.TestCase):
         with self.assertRaises(ValueError):
             layer.crop(argument)
         self.assertSameState(_snapshot(cache), before, "cache")
+
+
+@require_torch
+class CropRefusalsAndNoOpsTest(CropTestMixin, unittest.TestCase):
+    """Refusals that name the right cause, and crops that must remove nothing (more survivors of the mutation run)."""
+
+    def test_refusal_says_how_many_past_tokens_were_recorded(self):
+        # A 4-token kernel and a 3-token prefill: no past token was recorded beyond the kernel
+        cache = _linear_cache()
+        _feed(cache, 0, 3, kernel=4)
+        self.assertRefusedAtomically(cache, -1, RuntimeError, "only 0 past token(s)")
+
+    def test_cache_of_linear_layers_only_names_the_cause(self):
+        cache = _linear_cache(attention_layer=False, num_linear_layers=2)
+        _feed(cache, 0, 3)
+        for argument in (1, 2):
+            self.assertRefusedAtomically(cache, argument, ValueError, "only holds linear attention layers")
+
+    @parameterized.expand([(0,), (-1,)])
+    def test_never_updated_quantized_layer(self, argument):
+        cache = Cache(layers=[DynamicLayer(), ExactQuantizedLayer(residual_length=2)])
+        _crop_quietly(cache, argument)
+        cache.layers[1].crop(argument)
+        keys, _ = _update(cache, 0, 3, layer_idx=1)
+        self.assertExact(keys, _tokens(0, 3))
+
+    @parameterized.expand([(step, argument) for step in (3, 1) for argument in (3, 5)])
+    def test_quantized_layer_crop_that_keeps_everything(self, step, argument):
+        # 3 tokens at once all go to the quantized part (the residual part is then empty); 1 by 1, both parts hold some
+        cache = Cache(layers=[ExactQuantizedLayer(residual_length=2)])
+        _fill(cache, 3, step=step)
+        cache.layers[0].crop(argument)
+        self.assertEqual(cache.get_seq_length(), 3)
+        keys, _ = _update(cache, 3, 1)
+        self.assertExact(keys, _tokens(0, 4))
+
+    def test_deepseek_hca_crop_of_every_buffered_token(self):
+        # 6 tokens: the HCA compressor (windows of 4) compressed 1 window and buffers 2 tokens, which can both go
+        config = DeepseekV4Config(
+            num_hidden_layers=1,
+            layer_types=["heavily_compressed_attention"],
+            compress_rates={"compressed_sparse_attention": 2, "heavily_compressed_attention": 4},
+            sliding_window=MAX_CACHE_LEN,
+        )
+        cache = DynamicCache(config=config)
+        _feed_deepseek(cache, 0, 6)
+        cache.crop(-2)
+        layer = cache.layers[0]
+        self.assertEqual(layer.get_seq_length(), 4)
+        self.assertEqual([kv.shape[1] for kv in layer.buffer_kv.values() if kv is not None], [0])
+        self.assertExact(layer.keys, _tokens(0, 4))
