@@ -87,6 +87,28 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "core/NumberReplacer",
     ): "with an empty residual part `new_length < seq_length <= quantized_length` either way, so the same "
     "re-quantizing branch runs, which does not read `quantized_length`.",
+    (
+        "step1_clamp/cache_utils.py",
+        "if self.is_indexer_initialized and self.indexer_keys.numel() > 0 and self.indexer_keys.shape[1] > new_length:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "indexer keys are only empty as a 3-D tensor (`update_indexer` concatenates right after its lazy "
+    "initialization), and then `shape[1] > new_length` is false either way.",
+    (
+        "step1_clamp/models/minimax_m3_vl/modeling_minimax_m3_vl.py",
+        "if self.idx_keys is not None and self.idx_keys.shape[-2] > new_length:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "when the lengths are equal the extra slice `[..., :new_length, :]` keeps every index key (same values).",
+    (
+        "step2_deprecate/models/pi0/modeling_pi0.py",
+        "position_ids=attention_mask.cumsum(-1) - 1 if attention_mask is not None else None,",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "the attention mask is 2-D (batch, sequence), so `cumsum(1)` is `cumsum(-1)` (upstream's own line).",
+    (
+        "step6_models/models/deepseek_v4/modeling_deepseek_v4.py",
+        "buffered_length = 0 if buffered_kv is None else buffered_kv.shape[1]",
+        "core/NumberReplacer",
+    ): "only the `0` matters here: `buffered_length` is read only when `buffered_kv is not None` (the shape "
+    "mutants of this line are killed).",
 }
 
 
