@@ -73,39 +73,40 @@ EXCLUDED_OPERATORS = (
     r"core/ReplaceUnaryOperator_USub_(Not|Invert)$",  # `not k` / `~k` for an int count: covered by `Delete_USub`
 )
 
-# Survivors argued equivalent, keyed by (file relative to the target's overlay, the stripped source line, operator).
+# Survivors argued equivalent, keyed by (file relative to the target's overlay, the mutated line as cosmic-ray writes it,
+# stripped, operator).
 # The argument is the one line the docs show for it.
 EQUIVALENT: dict[tuple[str, str, str], str] = {
     (
         "step3_atomic/generation/candidate_generator.py",
-        "self.assistant_kwargs, input_ids.shape[-1], self.assistant_model.config.is_encoder_decoder",
+        "self.assistant_kwargs, input_ids.shape[1], self.assistant_model.config.is_encoder_decoder",
         "core/ReplaceUnaryOperator_Delete_USub",
     ): "`input_ids` is always 2-D (batch, sequence) here, so `shape[1]` is `shape[-1]` (upstream's own line).",
     (
         "step5_quantized/cache_utils.py",
-        "residual_length = self.keys.shape[-2] if self.keys.dim() == 4 else 0",
+        "residual_length = self.keys.shape[-2] if self.keys.dim() == 4 else -1",
         "core/NumberReplacer",
     ): "with an empty residual part `new_length < seq_length <= quantized_length` either way, so the same "
     "re-quantizing branch runs, which does not read `quantized_length`.",
     (
         "step1_clamp/cache_utils.py",
-        "if self.is_indexer_initialized and self.indexer_keys.numel() > 0 and self.indexer_keys.shape[1] > new_length:",
+        "if self.is_indexer_initialized and self.indexer_keys.numel() >= 0 and self.indexer_keys.shape[1] > new_length:",
         "core/ReplaceComparisonOperator_Gt_GtE",
     ): "indexer keys are only empty as a 3-D tensor (`update_indexer` concatenates right after its lazy "
     "initialization), and then `shape[1] > new_length` is false either way.",
     (
         "step1_clamp/models/minimax_m3_vl/modeling_minimax_m3_vl.py",
-        "if self.idx_keys is not None and self.idx_keys.shape[-2] > new_length:",
+        "if self.idx_keys is not None and self.idx_keys.shape[-2] >= new_length:",
         "core/ReplaceComparisonOperator_Gt_GtE",
     ): "when the lengths are equal the extra slice `[..., :new_length, :]` keeps every index key (same values).",
     (
         "step2_deprecate/models/pi0/modeling_pi0.py",
-        "position_ids=attention_mask.cumsum(-1) - 1 if attention_mask is not None else None,",
+        "position_ids=attention_mask.cumsum(1) - 1 if attention_mask is not None else None,",
         "core/ReplaceUnaryOperator_Delete_USub",
     ): "the attention mask is 2-D (batch, sequence), so `cumsum(1)` is `cumsum(-1)` (upstream's own line).",
     (
         "step6_models/models/deepseek_v4/modeling_deepseek_v4.py",
-        "buffered_length = 0 if buffered_kv is None else buffered_kv.shape[1]",
+        "buffered_length = -1 if buffered_kv is None else buffered_kv.shape[1]",
         "core/NumberReplacer",
     ): "only the `0` matters here: `buffered_length` is read only when `buffered_kv is not None` (the shape "
     "mutants of this line are killed).",
@@ -424,8 +425,12 @@ def report(target, shards, overlay, _skipped, baseline_seconds, exec_seconds, te
     lines += ["", "## Survivors", ""]
     for mutation, result in survived:
         name = str(mutation.module_path.relative_to(overlay))
-        source = (work / mutation.module_path).read_text().splitlines()[mutation.start_pos[0] - 1].strip()
-        reason = EQUIVALENT.get((name, source, mutation.operator_name))
+        mutated = [
+            line[1:].strip()
+            for line in (result.diff or "").splitlines()
+            if line.startswith("+") and not line.startswith("+++")
+        ]
+        reason = EQUIVALENT.get((name, mutated[0] if mutated else "", mutation.operator_name))
         if reason is None:
             unexplained += 1
         lines += [
