@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import concurrent.futures
 import json
 import os
 import re
@@ -221,7 +222,8 @@ def recheck_survivors(target: str) -> int:
     # The current test selection, with the current tests
     selection = " ".join(test.format(target=target) for test in TEST_SELECTION)
     test_command = f"{sys.executable} -B -m pytest -x -q -p no:cacheprovider -k '{DESELECT}' {selection}"
-    for shard in shards:
+
+    def recheck_shard(shard: Path) -> None:
         shutil.rmtree(shard / "tests")
         shutil.copytree(ROOT / "tests", shard / "tests", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         env = {**os.environ, "PYTHONPATH": str(shard / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
@@ -247,6 +249,10 @@ def recheck_survivors(target: str) -> int:
                         diff=result.diff,
                     ),
                 )
+
+    # One thread per shard: each re-tests its own survivors in its own copy
+    with concurrent.futures.ThreadPoolExecutor(len(shards)) as pool:
+        list(pool.map(recheck_shard, shards))
     return report(target, shards, Path("src/cache_crop_fix/overlay") / target, None, 0, 0, test_command, len(shards))
 
 
