@@ -111,6 +111,18 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "core/NumberReplacer",
     ): "only the `0` matters here: `buffered_length` is read only when `buffered_kv is not None` (the shape "
     "mutants of this line are killed).",
+    (
+        "step1_clamp/cache_utils.py",
+        "if not max_length > 0 and max_length >= self.keys.shape[-2]:",
+        "core/AddNot",
+    ): "the early return only skips a slice that keeps everything (`[..., :max_length, :]` with `max_length` at "
+    "least the length); for `max_length <= 0` the condition is false either way (an empty layer returned above).",
+    (
+        "step6_models/models/deepseek_v4/modeling_deepseek_v4.py",
+        "new_length = max(seq_length + max_length, 0) if max_length <= 0 else min(max_length, seq_length)",
+        "core/ReplaceComparisonOperator_Lt_LtE",
+    ): "only `max_length == 0` takes the other branch: `new_length` is then the length (nothing to remove) instead "
+    "of 0 (a full rollback), and both return before any check.",
 }
 
 

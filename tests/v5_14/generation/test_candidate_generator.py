@@ -58,10 +58,14 @@ class _RollbackRecorder:
         self._original = AssistedCandidateGenerator._update_past_and_masks
         recorder, original = self, self._original
 
-        def recording(generator, input_ids, remove_from_pkv=0, num_added_tokens=1):
-            has_past = original(generator, input_ids, remove_from_pkv, num_added_tokens)
+        def recording(generator, input_ids, *args, **kwargs):
+            # Passed through as called: `get_candidates` relies on the defaults (nothing extra removed, 1 token added)
+            has_past = original(generator, input_ids, *args, **kwargs)
             if has_past:
-                intended = max(input_ids.shape[-1] - 1 - remove_from_pkv - num_added_tokens, 0)
+                passed = dict(zip(("remove_from_pkv", "num_added_tokens"), args), **kwargs)
+                removed = passed.get("remove_from_pkv", 0) + passed.get("num_added_tokens", 1)
+                # Every token but the newest, minus those the assistant processes again in the next round
+                intended = max(input_ids.shape[-1] - 1 - removed, 0)
                 recorder.rounds.append((intended, generator.assistant_kwargs["past_key_values"].get_seq_length()))
             return has_past
 

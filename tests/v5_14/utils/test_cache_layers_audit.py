@@ -1049,3 +1049,9 @@ class CropRefusalsAndNoOpsTest(CropTestMixin, unittest.TestCase):
         self.assertEqual(layer.get_seq_length(), 4)
         self.assertEqual([kv.shape[1] for kv in layer.buffer_kv.values() if kv is not None], [0])
         self.assertExact(layer.keys, _tokens(0, 4))
+
+    @parameterized.expand([(True,), (False,)])
+    def test_refusals_name_the_number_of_tokens_to_remove(self, record_past):
+        cache = _linear_cache(record_past=record_past)
+        _feed(cache, 0, 3, kernel=4)
+        self.assertRefusedAtomically(cache, -2, RuntimeError, "Cannot remove 2 token(s)")
