@@ -62,7 +62,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     terminalreporter.section("stock evidence (tests/stock_evidence.py)")
     terminalreporter.write_line(
         f"failed on stock: {len(failed)} = behaviour {counts.get('behaviour', 0)} + api {counts.get('api', 0)} + "
-        f"wording {counts.get('wording', 0)} + unclassified {counts.get(None, 0)}; passed on stock: "
+        f"wording {counts.get('wording', 0)} + tooling {counts.get('tooling', 0)} + unclassified {counts.get(None, 0)}; "
+        "passed on stock: "
         f"{_stock_outcomes['passed']}"
     )
     for nodeid, category in failed.items():
