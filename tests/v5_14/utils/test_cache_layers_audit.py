@@ -1055,3 +1055,14 @@ class CropRefusalsAndNoOpsTest(CropTestMixin, unittest.TestCase):
         cache = _linear_cache(record_past=record_past)
         _feed(cache, 0, 3, kernel=4)
         self.assertRefusedAtomically(cache, -2, RuntimeError, "Cannot remove 2 token(s)")
+
+    def test_static_indexer_behind_the_keys_is_left_alone(self):
+        # The indexer holds fewer tokens than are kept: a crop that removes none of them must not move its position
+        cache = Cache(layers=[StaticIndexedLayer(max_cache_len=MAX_CACHE_LEN)])
+        layer = cache.layers[0]
+        cache.update(_tokens(0, 3), -_tokens(0, 3), layer_idx=0)
+        cache.update_indexer(_tokens(0, 1)[:, 0], layer_idx=0)
+        cache.crop(-1)
+        self.assertEqual(int(layer.get_seq_length()), 2)
+        self.assertEqual(int(layer.indexer_cumulative_length), 1)
+        self.assertExact(layer.indexer_keys, _static_buffer(1)[:, 0])
