@@ -123,6 +123,16 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "core/ReplaceComparisonOperator_Lt_LtE",
     ): "only `max_length == 0` takes the other branch: `new_length` is then the length (nothing to remove) instead "
     "of 0 (a full rollback), and both return before any check.",
+    (
+        "step1_clamp/cache_utils.py",
+        "if max_length > 1 and max_length >= self.keys.shape[-2]:",
+        "core/NumberReplacer",
+    ): "for `max_length == 1` the early return only skips `[..., :1, :]` of a layer of at most 1 token: the same values.",
+    (
+        "step1_clamp/cache_utils.py",
+        "if max_length > 0 and max_length > self.keys.shape[-2]:",
+        "core/ReplaceComparisonOperator_GtE_Gt",
+    ): "when `max_length` equals the length the skipped slice `[..., :max_length, :]` keeps every token.",
 }
 
 
@@ -158,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             continue
         if args.recheck:
-            status |= recheck_survivors(name)
+            status |= recheck_survivors(name, args.only)
         elif args.report:
             status |= report_only(name)
         else:
@@ -221,7 +231,7 @@ def run_target(target: str, limit: int | None, only: str | None, dry_run: bool =
     return report(target, shards, overlay, skipped, baseline_seconds, exec_seconds, test_command, jobs)
 
 
-def recheck_survivors(target: str) -> int:
+def recheck_survivors(target: str, only: str | None = None) -> int:
     """Runs each survivor of the last session again, with the current tests copied into the scratch copy, and records
     the new outcome in the session (cosmic-ray's `mutate-and-test` applies the mutant, runs the tests, restores)."""
     from cosmic_ray.work_db import WorkDB, use_db
@@ -243,7 +253,16 @@ def recheck_survivors(target: str) -> int:
             survivors = [
                 (item, result)
                 for item, result in db.completed_work_items
-                if result.worker_outcome != WorkerOutcome.SKIPPED and result.test_outcome == TestOutcome.SURVIVED
+                if result.worker_outcome != WorkerOutcome.SKIPPED
+                and result.test_outcome == TestOutcome.SURVIVED
+                and (
+                    only is None
+                    or re.search(
+                        only,
+                        f"{item.mutations[0].module_path}:{item.mutations[0].start_pos[0]} "
+                        f"{item.mutations[0].operator_name}",
+                    )
+                )
             ]
             for item, result in survivors:
                 (mutation,) = item.mutations
