@@ -1066,3 +1066,14 @@ class CropRefusalsAndNoOpsTest(CropTestMixin, unittest.TestCase):
         self.assertEqual(int(layer.get_seq_length()), 2)
         self.assertEqual(int(layer.indexer_cumulative_length), 1)
         self.assertExact(layer.indexer_keys, _static_buffer(1)[:, 0])
+
+    def test_static_index_keys_behind_the_keys_are_left_alone(self):
+        # MiniMax-M3-VL's static sparse layer, its index keys holding fewer tokens than are kept
+        layer = MiniMaxM3VLSparseStaticCacheLayer(MAX_CACHE_LEN)
+        cache = Cache(layers=[layer])
+        cache.update(_tokens(0, 3), -_tokens(0, 3), layer_idx=0)
+        layer.update_index(_tokens(0, 1))
+        cache.crop(-1)
+        self.assertEqual(int(layer.get_seq_length()), 2)
+        self.assertEqual(int(layer.idx_cumulative_length), 1)
+        self.assertExact(layer.idx_keys, _static_buffer(1))
