@@ -12,7 +12,7 @@ STAMP_MAIN := $(VENV_MAIN)/.installed
 # kernels (ATEN_CPU_CAPABILITY=default), so that a comparison that holds only on this CPU's kernels fails here
 NUMERIC_TESTS := tests/test_generation.py tests/test_generation_hybrid.py tests/test_call_sites.py
 
-.PHONY: install install-main test test-main test-default-kernels lint style clean branch bench matrix
+.PHONY: install install-main test test-main test-default-kernels lint style clean branch bench matrix mutate
 
 install: $(STAMP)
 install-main: $(STAMP_MAIN)
@@ -79,3 +79,11 @@ bench: $(STAMP)
 # `make test`. `make matrix NOXFLAGS="-s fork"` runs one session.
 matrix: $(STAMP)
 	$(PY) -m nox $(NOXFLAGS)
+
+# Mutation testing of the overlay with cosmic-ray (issue 13): `make mutate` (every target whose transformers is
+# installed) or `make mutate TARGET=v5_14 JOBS=2`; writes build/mutation/<target>/report.md.
+TARGET ?=
+JOBS ?= 1
+mutate: $(STAMP)
+	$(PY) -m pip install --quiet -r requirements-mutate.txt
+	nice $(PY) utils/mutation_testing.py --jobs $(JOBS) $(TARGET)

@@ -31,3 +31,41 @@ def pytest_configure(config):
 @pytest.fixture
 def stock_mode(request):
     return request.config.getoption("--stock")
+
+
+_stock_outcomes = {"failed": {}, "passed": 0, "active": False}
+
+
+def pytest_sessionstart(session):
+    _stock_outcomes["active"] = session.config.getoption("--stock")
+
+
+def pytest_runtest_logreport(report):
+    if not _stock_outcomes["active"]:
+        return
+    if report.failed and report.when in ("setup", "call"):
+        from tests.stock_evidence import classify
+
+        _stock_outcomes["failed"][report.nodeid] = classify(report.nodeid)
+    elif report.passed and report.when == "call":
+        _stock_outcomes["passed"] += 1
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Under `--stock`: why the tests fail there (see `tests/stock_evidence.py`)."""
+    if not config.getoption("--stock"):
+        return
+    failed = _stock_outcomes["failed"]
+    counts = {}
+    for category in failed.values():
+        counts[category] = counts.get(category, 0) + 1
+    terminalreporter.section("stock evidence (tests/stock_evidence.py)")
+    terminalreporter.write_line(
+        f"failed on stock: {len(failed)} = behaviour {counts.get('behaviour', 0)} + api {counts.get('api', 0)} + "
+        f"wording {counts.get('wording', 0)} + tooling {counts.get('tooling', 0)} + unclassified {counts.get(None, 0)}; "
+        "passed on stock: "
+        f"{_stock_outcomes['passed']}"
+    )
+    for nodeid, category in failed.items():
+        if category is None:
+            terminalreporter.write_line(f"unclassified: {nodeid}")

@@ -6,6 +6,7 @@ results with and without `pytest --stock`.
 """
 
 import functools
+import re
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,9 @@ def _problems(side):
     ]
 
 
-def test_checked_in_audit_is_up_to_date():
+def test_regeneration_check_checked_in_audit_page_matches_the_generator():
+    """Only a regeneration check (the page and the expectation both come from `audit.render`): what the audit must
+    find is asserted independently in `test_audit_verdicts_match_independent_expectations`."""
     assert AUDIT_DOC.exists(), f"{AUDIT_DOC} is missing: run `python -m cache_crop_fix audit`"
     assert AUDIT_DOC.read_text() == audit.render(list(_rows())), (
         f"{AUDIT_DOC} is out of date: run `python -m cache_crop_fix audit`"
@@ -105,3 +108,111 @@ def test_main_writes_and_checks(tmp_path, capsys, outdated):
     captured = capsys.readouterr()
     assert audit.summary_line(list(_rows())) in captured.out
     assert ("out of date" in captured.err) == outdated
+
+
+# What the audit must find, written here from the crop semantics (not produced by the audit): (family, scenario,
+# argument) -> (stock 5.14.1 verdict, fixed verdict). A 3-token layer is the running example: on stock, `crop(0)` is a
+# no-op and `crop(-5)` keeps 1 stale token (`[:-2]`), static layers have no `crop` at all (`AttributeError`), and linear
+# attention layers cannot tell a full rollback from a partial one.
+CORRECT, REFUSED, INCONSISTENT, CRASH = audit.CORRECT, audit.REFUSED, audit.INCONSISTENT, audit.CRASH
+EXPECTED_VERDICTS = {
+    ("DynamicLayer", "3 tokens", "`crop(2)`"): (CORRECT, CORRECT),
+    ("DynamicLayer", "3 tokens", "`crop(0)`"): (INCONSISTENT, CORRECT),
+    ("DynamicLayer", "3 tokens", "`crop(-1)`"): (CORRECT, CORRECT),
+    ("DynamicLayer", "3 tokens", "`crop(-3)`"): (CORRECT, CORRECT),
+    ("DynamicLayer", "3 tokens", "`crop(-5)`"): (INCONSISTENT, CORRECT),
+    ("DynamicIndexedLayer", "3 tokens", "`crop(-5)`"): (INCONSISTENT, CORRECT),
+    ("DynamicSlidingWindowLayer (window 4)", "3 tokens (below the window)", "`crop(0)`"): (INCONSISTENT, CORRECT),
+    # Beyond the window: only a full rollback is possible (stock refuses every crop there)
+    ("DynamicSlidingWindowLayer (window 4)", "6 tokens, 1 by 1 (beyond the window)", "`crop(-1)`"): (REFUSED, REFUSED),
+    ("DynamicSlidingWindowLayer (window 4)", "6 tokens, 1 by 1 (beyond the window)", "`crop(-9)`"): (REFUSED, CORRECT),
+    ("StaticLayer (max_cache_len 8)", "3 tokens", "`crop(-1)`"): (CRASH, CORRECT),
+    ("StaticLayer (max_cache_len 8)", "3 tokens", "`crop(-5)`"): (CRASH, CORRECT),
+    ("StaticSlidingWindowLayer (window 4)", "6 tokens, 1 by 1 (beyond the window)", "`crop(-1)`"): (CRASH, REFUSED),
+    ("StaticSlidingWindowLayer (window 4)", "6 tokens, 1 by 1 (beyond the window)", "`crop(-6)`"): (CRASH, CORRECT),
+    ("StaticIndexedLayer (max_cache_len 8)", "3 tokens", "`crop(0)`"): (CRASH, CORRECT),
+    ("QuantizedLayer (exact test quantizer, residual_length 2)", "3 tokens at once (all quantized)", "`crop(-1)`"): (
+        CRASH,
+        CORRECT,
+    ),
+    ("QuantizedLayer (exact test quantizer, residual_length 2)", "3 tokens at once (all quantized)", "`crop(0)`"): (
+        INCONSISTENT,
+        CORRECT,
+    ),
+    # Recurrent states summarize every token: a partial rollback must be refused, a full one resets them
+    (
+        "LinearAttentionLayer (conv kernel 2), after a DynamicLayer",
+        "conv + recurrent states, past recorded",
+        "`crop(-1)`",
+    ): (INCONSISTENT, REFUSED),
+    (
+        "LinearAttentionLayer (conv kernel 2), after a DynamicLayer",
+        "conv + recurrent states, past recorded",
+        "`crop(-5)`",
+    ): (
+        INCONSISTENT,
+        CORRECT,
+    ),
+    (
+        "LinearAttentionLayer (conv kernel 2), after a DynamicLayer",
+        "conv states, past recorded, 3 tokens",
+        "`crop(-1)`",
+    ): (
+        CORRECT,
+        CORRECT,
+    ),
+    ("LinearAttentionAndFullAttentionLayer", "conv states, past recorded", "`crop(0)`"): (INCONSISTENT, CORRECT),
+    ("LinearAttentionAndFullAttentionLayer", "conv + recurrent states", "`crop(-1)`"): (INCONSISTENT, REFUSED),
+    ("MiniMaxCache (attention + lightning attention)", "3 tokens", "`crop(-1)`"): (REFUSED, REFUSED),
+    ("MiniMaxCache (attention + lightning attention)", "3 tokens", "`crop(0)`"): (REFUSED, REFUSED),
+    # Tokens already folded into a compressed entry cannot be removed one by one
+    ("DeepseekV4HCACache (compress rate 4)", "6 tokens: 1 compressed entry + 2 buffered", "`crop(-2)`"): (
+        INCONSISTENT,
+        CORRECT,
+    ),
+    ("DeepseekV4HCACache (compress rate 4)", "6 tokens: 1 compressed entry + 2 buffered", "`crop(-3)`"): (
+        INCONSISTENT,
+        REFUSED,
+    ),
+    ("EncoderDecoderCache (self-attention cropped, cross-attention kept)", "3 tokens", "`crop(0)`"): (
+        INCONSISTENT,
+        CORRECT,
+    ),
+    ("Arguments (`DynamicCache`, 3 tokens)", "invalid", "`crop(True)`"): (INCONSISTENT, REFUSED),
+    ("Arguments (`DynamicCache`, 3 tokens)", "valid", "`crop(-0)`"): (INCONSISTENT, CORRECT),
+    ("Arguments (`DynamicCache`, 3 tokens)", "valid", "`crop(tokens_to_remove=-1)`"): (REFUSED, CORRECT),
+}
+
+
+def test_audit_verdicts_match_independent_expectations():
+    verdicts = {(row.case.family, row.case.scenario, row.case.argument): row for row in _rows()}
+    missing = set(EXPECTED_VERDICTS) - set(verdicts)
+    assert not missing, f"cases the audit no longer runs: {missing}"
+    wrong = {
+        case: ((verdicts[case].stock.kind, verdicts[case].fixed.kind), expected)
+        for case, expected in EXPECTED_VERDICTS.items()
+        if (verdicts[case].stock.kind, verdicts[case].fixed.kind) != expected
+    }
+    assert not wrong, wrong
+
+
+def test_every_full_rollback_is_correct_when_fixed():
+    """Rule, independent of the generator: on every cache that can be cropped at all, `crop(0)` and a removal of at
+    least the cached length leave it correct (nothing stale) with the fix."""
+    checked = 0
+    for row in _rows():
+        family, scenario, argument = row.case.family, row.case.scenario, row.case.argument
+        if family.startswith(("MiniMaxCache", "Arguments", "Cache of LinearAttentionLayers only")):
+            continue
+        match = re.search(r"(\d+) tokens", scenario)
+        num_tokens = int(match.group(1)) if match else None
+        value = argument.strip("`")
+        if value in ("crop(0)", f"crop(-{num_tokens})") or (
+            num_tokens is not None
+            and value.startswith("crop(-")
+            and value[6:-1].isdigit()
+            and int(value[6:-1]) > num_tokens
+        ):
+            assert row.fixed.kind == CORRECT, (family, scenario, argument, row.fixed)
+            checked += 1
+    assert checked >= 60, checked

@@ -68,9 +68,11 @@ class PI0SampleActionsTest(unittest.TestCase):
         }
         # Record what every crop leaves in the cache, without changing what it does
         lengths_after_crop = []
+        crop_arguments = []
         installed_crop = Cache.crop
 
         def recording_crop(cache, *args, **kwargs):
+            crop_arguments.append((cache.get_seq_length(), args, kwargs))
             installed_crop(cache, *args, **kwargs)
             lengths_after_crop.append(cache.get_seq_length())
 
@@ -84,6 +86,9 @@ class PI0SampleActionsTest(unittest.TestCase):
 
         # One rollback per denoising step, each back to the VLM prefix (image tokens + prompt)
         self.assertEqual(lengths_after_crop, [input_ids.shape[1]] * 3)
+        # ... asked in the relative form, which means the same from 5.15 on (stock asks `crop(prefix_length)`)
+        for length_before, args, kwargs in crop_arguments:
+            self.assertEqual((args, kwargs), ((input_ids.shape[1] - length_before,), {}))
 
         self.assertTrue(cache_crop_fix.is_active())
         self.assertIn(

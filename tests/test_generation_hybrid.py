@@ -363,3 +363,49 @@ class HybridAssistedGenerationTest(unittest.TestCase):
         message = str(context.exception)
         for expected in ("LinearAttentionLayer", "recurrent states", "crop(-cache.get_seq_length())"):
             self.assertIn(expected, message)
+
+
+# How the assistant cache must be rolled back after each round, per assistant (measured on 5.14.1, and why): the
+# dynamic cache of a Transformer assistant removes exactly the rejected tokens; the hybrid assistants' caches do not
+# record their conv past (`generate` only activates recording on the main model) or hold recurrent states, so
+# removing a few tokens is refused and the candidate generator rolls them back fully instead.
+EXPECTED_ASSISTANT_ROLLBACK = {"llama": "partial", "inkling": "full", "qwen3_next": "full", "lfm2": "full"}
+
+
+@require_torch
+class AssistantRollbackModeTest(unittest.TestCase):
+    """Pins which rollback each assistant gets in every round: an assistant that is always rolled back fully (slow but
+    correct) must not pass for one that should be cropped exactly, nor the other way round."""
+
+    setUpClass = HybridAssistedGenerationTest.setUpClass
+    tearDownClass = HybridAssistedGenerationTest.tearDownClass
+
+    @parameterized.expand([(name,) for name in EXPECTED_ASSISTANT_ROLLBACK])
+    def test_rollback_mode_of_every_round(self, assistant_name):
+        with _AssistantSpy() as spy:
+            sequences = _generate(_model("llama", seed=0), 5, assistant_model=_model(assistant_name, seed=1))
+        self.assertEqual(sequences.tolist(), _greedy("llama", 5).tolist())
+        removing_rounds = [rollback for rollback in spy.rollbacks if rollback["length_before"] > rollback["intended"]]
+        self.assertGreaterEqual(
+            len(removing_rounds), 2, f"expected several rounds with rejected drafts: {spy.rollbacks}"
+        )
+        for round_idx, rollback in enumerate(removing_rounds, start=1):
+            if EXPECTED_ASSISTANT_ROLLBACK[assistant_name] == "partial":
+                self.assertGreater(rollback["intended"], 0)
+                self.assertEqual(rollback["length"], rollback["intended"], f"round {round_idx}: {rollback}")
+                self.assertEqual(set(rollback["attention_lengths"]), {rollback["intended"]}, f"round {round_idx}")
+            else:
+                self.assertEqual(rollback["length"], 0, f"round {round_idx}: {rollback}")
+                self.assertEqual(set(rollback["attention_lengths"]), {0}, f"round {round_idx}")
+                self.assertFalse(any(rollback["linear_has_previous_state"]), f"round {round_idx}: stale states")
+
+    def test_assistant_cache_is_kept_when_every_draft_is_accepted(self):
+        # An assistant with the main model's weights: every draft is accepted, so the candidate generator has nothing
+        # to remove from the assistant cache in those rounds, and must not touch it (`crop(-0)` would empty it)
+        with _AssistantSpy() as spy:
+            sequences = _generate(_model("llama", seed=0), 5, assistant_model=_model("llama", seed=0))
+        self.assertEqual(sequences.tolist(), _greedy("llama", 5).tolist())
+        self.assertGreaterEqual(len(spy.rollbacks), 1)
+        for round_idx, rollback in enumerate(spy.rollbacks, start=1):
+            self.assertEqual(rollback["length_before"], rollback["intended"], f"round {round_idx}: {rollback}")
+            self.assertEqual(rollback["length"], rollback["intended"], f"round {round_idx}: {rollback}")

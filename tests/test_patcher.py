@@ -758,3 +758,49 @@ def test_status_command(fresh_interpreters):
     for qualname in EXPECTED_PATCHES:
         assert _lists_patch(output, qualname), qualname
     assert "Warning" not in completed.stderr
+
+
+# The fingerprints of the upstream methods the 5.14 overlay replaces, as recorded in `targets/v5_14.py`, written out
+# here so that a change of the recorded table is a visible change of this test too
+EXPECTED_5_14_FINGERPRINTS = {
+    "transformers.cache_utils.Cache.crop": "ed59d37995911aa6",
+    "transformers.cache_utils.DynamicIndexedLayer.crop": "db056caf527df7d9",
+    "transformers.cache_utils.DynamicLayer.crop": "f733554ffaaab390",
+    "transformers.cache_utils.DynamicSlidingWindowLayer.crop": "a233961b69f230fd",
+    "transformers.cache_utils.EncoderDecoderCache.crop": "7a371cf940291c93",
+    "transformers.cache_utils.LinearAttentionAndFullAttentionLayer.crop": "108f6e160ad75d46",
+    "transformers.cache_utils.LinearAttentionAndSlidingWindowAttentionLayer.crop": "fc1ffb404f8217cd",
+    "transformers.cache_utils.LinearAttentionCacheLayerMixin.crop": "250ff98eeedf0119",
+    "transformers.generation.candidate_generator.AssistedCandidateGenerator._update_past_and_masks": "8fbfdda003628960",
+    "transformers.models.minimax.modeling_minimax.MiniMaxCache.crop": "0da72794b2e1ed9b",
+    "transformers.models.minimax_m3_vl.modeling_minimax_m3_vl.MiniMaxM3VLSparseCacheLayer.crop": "dc74aa3f977f0ca4",
+    "transformers.models.pi0.modeling_pi0.PI0ForConditionalGeneration.sample_actions": "a44420943ba3f954",
+}
+
+
+def _fingerprint_from_installed_file(qualname):
+    """sha256 (first 16 hex digits) of the dedented source of an upstream method, read from the installed file with
+    the line numbers `ast` gives (decorators included), without importing the module or using the patcher."""
+    import hashlib
+
+    module, class_name, method_name = qualname.rsplit(".", 2)
+    path = TRANSFORMERS_DIR.joinpath(*module.split(".")[1:]).with_suffix(".py")
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    (class_node,) = [
+        node for node in ast.parse("".join(lines)).body if isinstance(node, ast.ClassDef) and node.name == class_name
+    ]
+    (method,) = [node for node in class_node.body if isinstance(node, ast.FunctionDef) and node.name == method_name]
+    first_line = min([method.lineno, *(decorator.lineno for decorator in method.decorator_list)])
+    source = textwrap.dedent("".join(lines[first_line - 1 : method.end_lineno]))
+    return hashlib.sha256(source.encode()).hexdigest()[:16]
+
+
+@pytest.mark.skipif(not transformers.__version__.startswith("5.14."), reason="the 5.14 target's upstream sources")
+def test_recorded_fingerprints_match_an_independent_hash_of_the_installed_sources():
+    from cache_crop_fix.targets.v5_14 import FINGERPRINTS
+
+    assert {qualname: set(values) for qualname, values in FINGERPRINTS.items()} == {
+        qualname: {value} for qualname, value in EXPECTED_5_14_FINGERPRINTS.items()
+    }
+    for qualname, expected in EXPECTED_5_14_FINGERPRINTS.items():
+        assert _fingerprint_from_installed_file(qualname) == expected, qualname

@@ -24,6 +24,7 @@ if is_torch_available():
     from transformers import DeepseekV4Config, DynamicCache, LlamaConfig, QuantizedCache, StaticCache
     from transformers.cache_utils import (
         Cache,
+        DynamicIndexedLayer,
         DynamicLayer,
         DynamicSlidingWindowLayer,
         LinearAttentionAndFullAttentionLayer,
@@ -747,3 +748,336 @@ class CropAtomicityTest(CropTestMixin, unittest.TestCase):
         for layer_idx in range(4):
             _fill(cache, 6, step=1, layer_idx=layer_idx)
         self.assertRefusedAtomically(cache, -1, ValueError, "StaticSlidingWindowLayer")
+
+
+def _attention_layer(name):
+    """A fresh layer of every layer type that holds attention states (hybrids: their linear part stays unused)."""
+    factories = {
+        "dynamic": lambda: DynamicLayer(),
+        "sliding": lambda: DynamicSlidingWindowLayer(sliding_window=WINDOW),
+        "indexed": lambda: DynamicIndexedLayer(),
+        "static": lambda: StaticLayer(max_cache_len=MAX_CACHE_LEN),
+        "static_sliding": lambda: StaticSlidingWindowLayer(max_cache_len=MAX_CACHE_LEN, sliding_window=WINDOW),
+        "static_indexed": lambda: StaticIndexedLayer(max_cache_len=MAX_CACHE_LEN),
+        "quantized": lambda: ExactQuantizedLayer(residual_length=2),
+        "quantized_residual_only": lambda: ExactQuantizedLayer(residual_length=8),
+        "minimax_m3_vl_sparse": lambda: MiniMaxM3VLSparseCacheLayer(),
+        "minimax_m3_vl_sparse_static": lambda: MiniMaxM3VLSparseStaticCacheLayer(MAX_CACHE_LEN),
+        **{f"hybrid_{name}": (lambda name=name: _hybrid_layer(name)) for name in HYBRID_LAYERS},
+    }
+    return factories[name]()
+
+
+ATTENTION_LAYERS = [
+    "dynamic",
+    "sliding",
+    "indexed",
+    "static",
+    "static_sliding",
+    "static_indexed",
+    "quantized",
+    "quantized_residual_only",
+    "minimax_m3_vl_sparse",
+    "minimax_m3_vl_sparse_static",
+    *(f"hybrid_{name}" for name in HYBRID_LAYERS),
+]
+SLIDING_LAYERS = ["sliding", "static_sliding", "hybrid_sliding", "hybrid_static_sliding"]
+
+
+@require_torch
+class LayerLevelOversizedCropTest(CropTestMixin, unittest.TestCase):
+    """
+    `crop` called on a layer itself (not through `Cache.crop`, which converts the argument first) with a removal of at
+    least its length: the layer is left exactly as a fresh one, in every piece of state (tensors, side tensors, lengths
+    and counters, mask sizes), and the next update lands at position 0.
+    """
+
+    def assertSameAsFresh(self, cache, name, num_tokens):
+        reference = Cache(layers=[_attention_layer(name)])
+        layer, reference_layer = cache.layers[0], reference.layers[0]
+        self.assertEqual(int(layer.get_seq_length()), 0)
+        for query_length in (1, 3):
+            self.assertEqual(layer.get_mask_sizes(query_length), reference_layer.get_mask_sizes(query_length))
+        for attribute in (
+            "cumulative_length",
+            "cumulative_length_int",
+            "indexer_cumulative_length",
+            "idx_cumulative_length",
+        ):
+            if hasattr(reference_layer, attribute):
+                self.assertEqual(int(getattr(layer, attribute)), 0, attribute)
+        # The next update sees only the new tokens, and leaves the layer exactly like the fresh one
+        for got, expected in zip(_update(cache, 0, 2), _update(reference, 0, 2)):
+            self.assertExact(got, expected)
+        self.assertSameState(_snapshot(cache), _snapshot(reference), "cache")
+
+    @parameterized.expand(
+        [(name, 3, argument) for name in ATTENTION_LAYERS for argument in (-3, -5, -100, 0)]
+        # Beyond the window: a full rollback is still possible at the layer level
+        + [(name, 6, argument) for name in SLIDING_LAYERS for argument in (-6, -9)]
+    )
+    def test_layer_crop_of_at_least_its_length_empties_it(self, name, num_tokens, argument):
+        cache = Cache(layers=[_attention_layer(name)])
+        _fill(cache, num_tokens, step=1)
+
+        cache.layers[0].crop(argument)
+
+        self.assertSameAsFresh(cache, name, num_tokens)
+
+    @parameterized.expand(
+        # Hybrid layers refuse absolute lengths, which their linear part cannot honour (see the linear tests)
+        [(name, argument) for name in ATTENTION_LAYERS for argument in ((-1,) if "hybrid" in name else (-1, 2))]
+    )
+    def test_layer_partial_crop_then_append(self, name, argument):
+        cache = Cache(layers=[_attention_layer(name)])
+        _fill(cache, 3, step=1)
+        reference = Cache(layers=[_attention_layer(name)])
+        _fill(reference, 2, step=1)
+
+        cache.layers[0].crop(argument)
+
+        layer, reference_layer = cache.layers[0], reference.layers[0]
+        self.assertEqual(int(layer.get_seq_length()), 2)
+        self.assertEqual(layer.get_mask_sizes(1), reference_layer.get_mask_sizes(1))
+        for got, expected in zip(_update(cache, 2, 2), _update(reference, 2, 2)):
+            self.assertExact(got, expected)
+        self.assertEqual(int(layer.get_seq_length()), 4)
+
+    @parameterized.expand([(name,) for name in ["linear", *HYBRID_LAYERS]])
+    def test_layer_crop_beyond_recorded_conv_past_is_refused_and_zero_resets(self, name):
+        # A linear attention layer has no length of its own: an oversized removal at the layer level is refused
+        # (`Cache.crop` turns it into a full rollback), and `crop(0)` resets both parts
+        layer = LinearAttentionLayer() if name == "linear" else _hybrid_layer(name)
+        cache = Cache(layers=[layer])
+        cache.activate_past_recording()
+        _feed(cache, 0, 3, "conv+recurrent")
+        before = _snapshot(cache)
+        with self.assertRaises(RuntimeError):
+            layer.crop(-5)
+        self.assertSameState(_snapshot(cache), before, "cache")
+
+        layer.crop(0)
+
+        self.assertFalse(layer.has_previous_state[0])
+        self.assertEqual(layer.recurrent_states[0].abs().sum().item(), 0)
+        if name != "linear":
+            self.assertEqual(int(layer.get_seq_length()), 0)
+        (conv_states,) = _feed(cache, 0, 2, "conv+recurrent")
+        self.assertExact(conv_states, _conv_inputs(0, 2))
+        if name != "linear":
+            self.assertExact(layer.keys[..., : int(layer.get_seq_length()), :], _tokens(0, 2))
+
+
+@require_torch
+class LinearStateWithEmptyAttentionCropTest(CropTestMixin, unittest.TestCase):
+    """A cache whose attention layers hold no token yet while its linear attention layers hold states: `crop(0)`,
+    and any removal, is a full rollback of the linear states (nothing of them may stay alive)."""
+
+    @parameterized.expand([(0,), (-1,), (-3,)])
+    def test_full_rollback_resets_the_linear_states(self, argument):
+        cache = _linear_cache()
+        cache.update_conv_state(_conv_inputs(0, 3), 1, conv_kernel_size=KERNEL)
+        cache.update_recurrent_state(torch.full((1, 2), 3.0), 1)
+        self.assertEqual(cache.get_seq_length(), 0)
+
+        _crop_quietly(cache, argument)
+
+        linear_layer = cache.layers[1]
+        self.assertFalse(linear_layer.has_previous_state[0])
+        self.assertEqual(linear_layer.recurrent_states[0].abs().sum().item(), 0)
+        # The next conv step is a prefill: it sees the new tokens only, not the old conv states
+        (conv_states,) = _feed(cache, 0, 2, "conv+recurrent")
+        self.assertExact(conv_states, _conv_inputs(0, 2))
+        self.assertEqual(cache.get_seq_length(), 2)
+
+    def test_removing_nothing_keeps_the_linear_states(self):
+        cache = _linear_cache()
+        cache.update_conv_state(_conv_inputs(0, 3), 1, conv_kernel_size=KERNEL)
+        before = _snapshot(cache)
+        cache.crop(tokens_to_remove=0)
+        self.assertSameState(_snapshot(cache), before, "cache")
+
+
+@require_torch
+class ConvStateOwnershipCropTest(CropTestMixin, unittest.TestCase):
+    """While past recording is on, a layer keeps the very conv tensor the model passed to `update_conv_state` (the
+    prefill's conv input, which the model also uses): a rollback must replace the layer's reference, never write into
+    that tensor."""
+
+    @parameterized.expand(
+        [(name, how) for name in ["linear", *HYBRID_LAYERS] for how in ("cache_full_rollback", "layer_zero")]
+    )
+    def test_rollback_leaves_the_models_conv_tensor_unchanged(self, name, how):
+        layer = LinearAttentionLayer() if name == "linear" else _hybrid_layer(name)
+        layers = [DynamicLayer(), layer] if name == "linear" else [layer]
+        cache = Cache(layers=layers)
+        cache.activate_past_recording()
+        _update(cache, 0, 3, layer_idx=0)
+        model_conv_input = _conv_inputs(0, 3)
+        returned = cache.update_conv_state(model_conv_input, len(layers) - 1, conv_kernel_size=KERNEL)
+        # The premise: the layer holds the model's own tensor
+        self.assertEqual(layer.conv_states[0].data_ptr(), model_conv_input.data_ptr())
+
+        if how == "cache_full_rollback":
+            cache.crop(-3)
+        else:
+            layer.crop(0)
+
+        self.assertExact(model_conv_input, _conv_inputs(0, 3))
+        self.assertExact(returned, _conv_inputs(0, 3))
+        self.assertFalse(layer.has_previous_state[0])
+
+
+@require_torch
+class CropStateDetailsTest(CropTestMixin, unittest.TestCase):
+    """Details of the state a crop leaves, each pinned by a mutant of the overlay that no other test killed."""
+
+    @parameterized.expand([("linear",), ("hybrid_full",)])
+    def test_full_rollback_keeps_the_conv_state_shape(self, name):
+        # After a full rollback of a recording layer, its conv states are zeros of the layer's own shape (batch,
+        # channels, kernel), so that e.g. beam search can still reorder them before the next prefill
+        layer = LinearAttentionLayer() if name == "linear" else _hybrid_layer("full")
+        cache = Cache(layers=[DynamicLayer(), layer] if name == "linear" else [layer])
+        cache.activate_past_recording()
+        _feed(cache, 0, 3)
+        cache.crop(-3)
+        self.assertExact(layer.conv_states[0], torch.zeros(1, 2, KERNEL))
+        cache.reorder_cache(torch.tensor([0]))
+        self.assertExact(layer.conv_states[0], torch.zeros(1, 2, KERNEL))
+
+    def test_every_conv_state_of_a_multi_state_layer_is_checked(self):
+        # Only the second conv state is in use, with no recorded past beyond its kernel: removing a token is refused
+        layer = LinearAttentionLayer(number_of_states=2)
+        cache = Cache(layers=[DynamicLayer(), layer])
+        cache.activate_past_recording()
+        _update(cache, 0, 3)
+        cache.update_conv_state(_conv_inputs(0, 3), 1, state_idx=1, conv_kernel_size=4)
+        self.assertRefusedAtomically(cache, -1, RuntimeError, "LinearAttentionLayer")
+
+    @parameterized.expand([(-1,), (-5,), (0,)])
+    def test_sparse_layer_without_index_keys(self, argument):
+        # MiniMax-M3-VL sparse layer whose index keys were never set: cropping the key and value states must work
+        layer = MiniMaxM3VLSparseCacheLayer()
+        cache = Cache(layers=[layer])
+        cache.update(_tokens(0, 3), -_tokens(0, 3), layer_idx=0)
+        self.assertIsNone(layer.idx_keys)
+        _crop_quietly(cache, argument)
+        self.assertIsNone(layer.idx_keys)
+        self.assertExact(layer.keys, _tokens(0, max(3 + argument, 0) if argument < 0 else 0))
+
+
+@require_torch
+class LayerLevelEdgeCasesTest(CropTestMixin, unittest.TestCase):
+    """Layer-level crops at the edges (each pinned by a mutant of the overlay that no other test killed)."""
+
+    @parameterized.expand([(-1,), (0,), (-5,)])
+    def test_early_initialized_empty_layers(self, argument):
+        # `early_initialization` (used by `export`) leaves initialized layers that hold no token yet
+        cache = Cache(layers=[DynamicLayer(), DynamicLayer()])
+        cache.early_initialization(1, 1, 1, torch.float32, torch.device("cpu"))
+        _crop_quietly(cache, argument)
+        for layer in cache.layers:
+            layer.crop(argument)
+        self.assertEqual(cache.get_seq_length(), 0)
+        keys, _ = _update(cache, 0, 2)
+        self.assertExact(keys, _tokens(0, 2))
+
+    @parameterized.expand([(name, argument) for name in ("sliding", "static_sliding") for argument in (6, 10)])
+    def test_layer_crop_that_keeps_everything_beyond_the_window(self, name, argument):
+        # An absolute target of at least the length removes nothing, even once the window was passed
+        cache = Cache(layers=[_attention_layer(name)])
+        _fill(cache, 6, step=1)
+        before = _snapshot(cache)
+        cache.layers[0].crop(argument)
+        self.assertSameState(_snapshot(cache), before, "cache")
+
+    @parameterized.expand([(1,), (2,)])
+    def test_linear_layer_refuses_absolute_lengths(self, argument):
+        # A linear attention layer has no sequence length: no positive argument can be honoured at the layer level
+        layer = LinearAttentionLayer()
+        cache = Cache(layers=[DynamicLayer(), layer])
+        cache.activate_past_recording()
+        _feed(cache, 0, 3)
+        before = _snapshot(cache)
+        with self.assertRaises(ValueError):
+            layer.crop(argument)
+        self.assertSameState(_snapshot(cache), before, "cache")
+
+
+@require_torch
+class CropRefusalsAndNoOpsTest(CropTestMixin, unittest.TestCase):
+    """Refusals that name the right cause, and crops that must remove nothing (more survivors of the mutation run)."""
+
+    def test_refusal_says_how_many_past_tokens_were_recorded(self):
+        # A 4-token kernel and a 3-token prefill: no past token was recorded beyond the kernel
+        cache = _linear_cache()
+        _feed(cache, 0, 3, kernel=4)
+        self.assertRefusedAtomically(cache, -1, RuntimeError, "only 0 past token(s)")
+
+    def test_cache_of_linear_layers_only_names_the_cause(self):
+        cache = _linear_cache(attention_layer=False, num_linear_layers=2)
+        _feed(cache, 0, 3)
+        for argument in (1, 2):
+            self.assertRefusedAtomically(cache, argument, ValueError, "only holds linear attention layers")
+
+    @parameterized.expand([(0,), (-1,)])
+    def test_never_updated_quantized_layer(self, argument):
+        cache = Cache(layers=[DynamicLayer(), ExactQuantizedLayer(residual_length=2)])
+        _crop_quietly(cache, argument)
+        cache.layers[1].crop(argument)
+        keys, _ = _update(cache, 0, 3, layer_idx=1)
+        self.assertExact(keys, _tokens(0, 3))
+
+    @parameterized.expand([(step, argument) for step in (3, 1) for argument in (3, 5)])
+    def test_quantized_layer_crop_that_keeps_everything(self, step, argument):
+        # 3 tokens at once all go to the quantized part (the residual part is then empty); 1 by 1, both parts hold some
+        cache = Cache(layers=[ExactQuantizedLayer(residual_length=2)])
+        _fill(cache, 3, step=step)
+        cache.layers[0].crop(argument)
+        self.assertEqual(cache.get_seq_length(), 3)
+        keys, _ = _update(cache, 3, 1)
+        self.assertExact(keys, _tokens(0, 4))
+
+    def test_deepseek_hca_crop_of_every_buffered_token(self):
+        # 6 tokens: the HCA compressor (windows of 4) compressed 1 window and buffers 2 tokens, which can both go
+        config = DeepseekV4Config(
+            num_hidden_layers=1,
+            layer_types=["heavily_compressed_attention"],
+            compress_rates={"compressed_sparse_attention": 2, "heavily_compressed_attention": 4},
+            sliding_window=MAX_CACHE_LEN,
+        )
+        cache = DynamicCache(config=config)
+        _feed_deepseek(cache, 0, 6)
+        cache.crop(-2)
+        layer = cache.layers[0]
+        self.assertEqual(layer.get_seq_length(), 4)
+        self.assertEqual([kv.shape[1] for kv in layer.buffer_kv.values() if kv is not None], [0])
+        self.assertExact(layer.keys, _tokens(0, 4))
+
+    @parameterized.expand([(True,), (False,)])
+    def test_refusals_name_the_number_of_tokens_to_remove(self, record_past):
+        cache = _linear_cache(record_past=record_past)
+        _feed(cache, 0, 3, kernel=4)
+        self.assertRefusedAtomically(cache, -2, RuntimeError, "Cannot remove 2 token(s)")
+
+    def test_static_indexer_behind_the_keys_is_left_alone(self):
+        # The indexer holds fewer tokens than are kept: a crop that removes none of them must not move its position
+        cache = Cache(layers=[StaticIndexedLayer(max_cache_len=MAX_CACHE_LEN)])
+        layer = cache.layers[0]
+        cache.update(_tokens(0, 3), -_tokens(0, 3), layer_idx=0)
+        cache.update_indexer(_tokens(0, 1)[:, 0], layer_idx=0)
+        cache.crop(-1)
+        self.assertEqual(int(layer.get_seq_length()), 2)
+        self.assertEqual(int(layer.indexer_cumulative_length), 1)
+        self.assertExact(layer.indexer_keys, _static_buffer(1)[:, 0])
+
+    def test_static_index_keys_behind_the_keys_are_left_alone(self):
+        # MiniMax-M3-VL's static sparse layer, its index keys holding fewer tokens than are kept
+        layer = MiniMaxM3VLSparseStaticCacheLayer(MAX_CACHE_LEN)
+        cache = Cache(layers=[layer])
+        cache.update(_tokens(0, 3), -_tokens(0, 3), layer_idx=0)
+        layer.update_index(_tokens(0, 1))
+        cache.crop(-1)
+        self.assertEqual(int(layer.get_seq_length()), 2)
+        self.assertEqual(int(layer.idx_cumulative_length), 1)
+        self.assertExact(layer.idx_keys, _static_buffer(1))

@@ -223,6 +223,10 @@ class CropArgumentsTest(unittest.TestCase):
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             cache.crop(argument)
+        # And it removed exactly the last tokens (stock 5.14 keeps a stale token for -5)
+        expected_length = max(3 + argument, 0)
+        self.assertEqual(cache.get_seq_length(), expected_length)
+        torch.testing.assert_close(cache.layers[0].keys, _tokens(0, expected_length), rtol=0, atol=0)
 
     @parameterized.expand(
         [
@@ -237,7 +241,13 @@ class CropArgumentsTest(unittest.TestCase):
         cache = self._cache(num_tokens=5)
         cache.crop(make_argument(-2))
         self.assertEqual(cache.get_seq_length(), 3)
-        cache.crop(make_argument(-9))
+        torch.testing.assert_close(cache.layers[0].keys, _tokens(0, 3), rtol=0, atol=0)
+        # Oversized: empties (stock 5.14 keeps a stale token)
+        cache.crop(make_argument(-4))
+        self.assertEqual(cache.get_seq_length(), 0)
+        # A full rollback to `0` given as an integer-like value (stock 5.14 keeps every token)
+        _fill(cache, 3)
+        _crop_quietly(cache, make_argument(0))
         self.assertEqual(cache.get_seq_length(), 0)
 
     def test_tokens_to_remove_keyword(self):
@@ -257,7 +267,8 @@ class CropArgumentsTest(unittest.TestCase):
             ("bool", True, "True"),
             ("float", -1.0, "-1.0"),
             ("str", "-1", "'-1'"),
-            ("none", None, "None"),
+            # Our message names the argument: stock's generic "NoneType" error must not match by accident
+            ("none", None, "`max_length=None`"),
             ("multi_element_tensor", torch.tensor([-1, -2]) if is_torch_available() else None, "shape (2,)"),
             ("one_element_tensor", torch.tensor([-1]) if is_torch_available() else None, "shape (1,)"),
             ("bool_tensor", torch.tensor(True) if is_torch_available() else None, "tensor(True)"),
