@@ -1,5 +1,16 @@
 # Copyright 2026 The HuggingFace Team. All rights reserved.
-# SPDX-License-Identifier: Apache-2.0
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
 
 import unittest
 import warnings
@@ -8,20 +19,51 @@ from parameterized import parameterized
 
 from transformers import is_torch_available
 from transformers.testing_utils import require_torch
+from transformers.utils import is_hqq_available, is_optimum_quanto_available
 
 
 if is_torch_available():
     import torch
 
-    from transformers import DynamicCache, EncoderDecoderCache
+    from transformers import (
+        DeepseekV4Config,
+        DynamicCache,
+        EncoderDecoderCache,
+        LlamaConfig,
+        QuantizedCache,
+        StaticCache,
+    )
     from transformers.cache_utils import (
         Cache,
         DynamicIndexedLayer,
         DynamicLayer,
         DynamicSlidingWindowLayer,
+        LinearAttentionAndFullAttentionLayer,
+        LinearAttentionAndSlidingWindowAttentionLayer,
+        LinearAttentionAndStaticFullAttentionLayer,
+        LinearAttentionAndStaticSlidingWindowAttentionLayer,
         LinearAttentionLayer,
         MtpCache,
+        QuantizedLayer,
+        StaticIndexedLayer,
+        StaticLayer,
+        StaticSlidingWindowLayer,
     )
+    from transformers.models.deepseek_v4.modeling_deepseek_v4 import DeepseekV4CSACache, DeepseekV4HCACache
+    from transformers.models.minimax.modeling_minimax import MiniMaxCache
+    from transformers.models.minimax_m3_vl.modeling_minimax_m3_vl import (
+        MiniMaxM3VLSparseCacheLayer,
+        MiniMaxM3VLSparseStaticCacheLayer,
+    )
+
+    class ExactQuantizedLayer(QuantizedLayer):
+        """A `QuantizedLayer` whose quantization is exact, to check its crop token by token without a backend."""
+
+        def _quantize(self, tensor, axis):
+            return tensor.clone()
+
+        def _dequantize(self, q_tensor):
+            return q_tensor
 
 
 # Small sliding window (3 tokens are "below" it) and a large one that is never reached in these tests
@@ -185,6 +227,17 @@ class DynamicLayersCropTest(unittest.TestCase):
             self.assertEqual(cache.cross_attention_cache.get_seq_length(), 7)
 
 
+    def test_layers_of_different_lengths_each_lose_the_removed_tokens(self):
+        # The layers of a cache may hold different numbers of tokens (e.g. the layers of an `MtpCache`): `crop(-k)`
+        # removes the last `k` tokens of each layer, emptying only those that hold at most `k`
+        cache = MtpCache()
+        _fill(cache, 3, layer_idx=0)
+        _fill(cache, 5, layer_idx=1)
+        cache.crop(-3)
+        self.assertEqual([layer.get_seq_length() for layer in cache.layers], [0, 2])
+        self.assertLayerHolds(cache.layers[1], 2)
+
+
 @require_torch
 class CropArgumentsTest(unittest.TestCase):
     """What `crop` accepts, what it warns about, and what it refuses."""
@@ -195,19 +248,33 @@ class CropArgumentsTest(unittest.TestCase):
             _fill(cache, num_tokens, layer_idx=layer_idx)
         return cache
 
-    @parameterized.expand([(0,), (1,), (3,), (7,)])
-    def test_absolute_crop_warns_once_per_call(self, argument):
-        cache = self._cache(num_layers=4)
+    def _future_warning(self, cache, *args, **kwargs):
+        """The message of the one `FutureWarning` that `cache.crop(*args, **kwargs)` emits, checked to point here."""
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            cache.crop(argument)
+            cache.crop(*args, **kwargs)
         future_warnings = [w for w in caught if issubclass(w.category, FutureWarning)]
         self.assertEqual(len(future_warnings), 1)
-        message = str(future_warnings[0].message)
-        for expected in (f"crop({argument})", "5.15", "5.20", "crop(-k)", "crop(-cache.get_seq_length())"):
-            self.assertIn(expected, message)
         # Attributed to the line that called `crop`, so that Python shows it once per call site
         self.assertEqual(future_warnings[0].filename, __file__)
+        return str(future_warnings[0].message)
+
+    @parameterized.expand([(1,), (3,), (7,)])
+    def test_absolute_crop_warns_once_per_call(self, argument):
+        message = self._future_warning(self._cache(num_layers=4), argument)
+        for expected in (f"crop({argument})", "5.20", "crop(-k)"):
+            self.assertIn(expected, message)
+
+    def test_crop_zero_warns_about_the_minus_zero_case(self):
+        # Code that removes `k` rejected tokens with `crop(-k)` empties the cache when `k == 0`: the warning must say
+        # so, and how to write it instead
+        num_rejected = 0
+        cache = self._cache()
+        message = self._future_warning(cache, -num_rejected)
+        for expected in ("`crop(0)` empties the cache", "`k == 0`", "crop(tokens_to_remove=-k)", "5.15"):
+            self.assertIn(expected, message)
+        self.assertIn("crop(-cache.get_seq_length())", message)
+        self.assertEqual(cache.get_seq_length(), 0)
 
     def test_encoder_decoder_absolute_crop_warns_at_the_caller(self):
         cache = EncoderDecoderCache(self._cache(), DynamicCache())
@@ -216,6 +283,21 @@ class CropArgumentsTest(unittest.TestCase):
             cache.crop(0)
         self.assertEqual([w.filename for w in caught if issubclass(w.category, FutureWarning)], [__file__])
         self.assertEqual(cache.get_seq_length(), 0)
+
+    def test_encoder_decoder_crop_goes_through_the_inner_crop(self):
+        # A subclass that overrides `crop` (to refuse, or to move side state) must see the crop
+        class RecordingCache(DynamicCache):
+            def crop(self, *args, **kwargs):
+                self.calls.append(args)
+                super().crop(*args, **kwargs)
+
+        self_attention_cache = RecordingCache()
+        self_attention_cache.calls = []
+        _fill(self_attention_cache, 3)
+        cache = EncoderDecoderCache(self_attention_cache, DynamicCache())
+        cache.crop(-1)
+        self.assertEqual(self_attention_cache.calls, [(-1,)])
+        self.assertEqual(cache.get_seq_length(), 2)
 
     @parameterized.expand([(-1,), (-3,), (-5,)])
     def test_negative_crop_does_not_warn(self, argument):
@@ -335,3 +417,692 @@ class CropErrorsTest(unittest.TestCase):
         self.assertEqual(cache.get_seq_length(), 0)
         self.assertFalse(linear_layer.has_previous_state[0])
         self.assertEqual(linear_layer.recurrent_states[0].abs().sum().item(), 0)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# `crop` on the other cache layer families: static, quantized, linear attention, hybrid and model-specific layers. Each
+# layer either crops exactly (its tensors, side tensors, lengths and mask sizes describe the kept tokens, and the next
+# update lands right after them) or refuses with a clear error before anything changed. Token `p` is stored with the
+# code `p + 1` (`_codes`), so that an empty (zeroed) static slot is told apart from a token.
+
+MAX_CACHE_LEN = 8
+WINDOW = 4
+KERNEL = 2  # conv kernel of the linear attention layers: a 3-token prefill records 1 token of past
+
+FULL_ROLLBACKS = [(0,), (-3,), (-5,)]
+PARTIAL_CROPS = [(2,), (-1,)]
+
+
+def _codes(start, length, head_dim=1):
+    """Key states `[1, 1, length, head_dim]` holding the codes `start + 1 ... start + length`."""
+    codes = torch.arange(start + 1, start + length + 1, dtype=torch.float32)
+    return codes.reshape(1, 1, length, 1).expand(1, 1, length, head_dim).contiguous()
+
+
+def _conv_inputs(start, length):
+    """Conv inputs `[1, 2, length]` (2 channels) of the tokens `start ... start + length - 1`."""
+    return torch.arange(start + 1, start + length + 1, dtype=torch.float32).expand(1, 2, length).contiguous()
+
+
+def _static_buffer(length, max_cache_len=MAX_CACHE_LEN):
+    """What a static layer holding the tokens `0 ... length - 1` stores: their codes, then empty (zero) slots."""
+    buffer = torch.zeros(1, 1, max_cache_len, 1)
+    buffer[:, :, :length] = _codes(0, length)
+    return buffer
+
+
+def _update(cache, start, length, layer_idx=0):
+    """Appends the tokens `start ... start + length - 1` to the attention part of a layer (and its side tensors)."""
+    keys = _codes(start, length)
+    returned = cache.update(keys, -keys, layer_idx=layer_idx)
+    layer = cache.layers[layer_idx]
+    if hasattr(layer, "update_indexer"):
+        cache.update_indexer(keys[:, 0], layer_idx=layer_idx)
+    if hasattr(layer, "update_index"):
+        layer.update_index(keys.clone())
+    return returned
+
+
+def _fill_codes(cache, num_tokens, step=None, layer_idx=0):
+    step = step or num_tokens
+    for start in range(0, num_tokens, step):
+        _update(cache, start, min(step, num_tokens - start), layer_idx)
+
+
+def _copy(value):
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, dict):
+        return {key: _copy(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_copy(item) for item in value)
+    return value
+
+
+def _full_snapshot(cache):
+    """A deep copy of every attribute of every layer, to check that a refused crop changed nothing."""
+    return [_copy(vars(layer)) for layer in cache.layers]
+
+
+class CropTestMixin:
+    def assertSameState(self, got, expected, path="layer"):
+        """Recursive exact comparison of snapshots (tensors bit for bit, including their dtype and shape)."""
+        if isinstance(expected, torch.Tensor):
+            self.assertIsInstance(got, torch.Tensor, path)
+            self.assertEqual((got.shape, got.dtype), (expected.shape, expected.dtype), path)
+            self.assertTrue(torch.equal(got, expected), f"{path} changed")
+        elif isinstance(expected, dict):
+            self.assertEqual(set(got), set(expected), path)
+            for key in expected:
+                self.assertSameState(got[key], expected[key], f"{path}.{key}")
+        elif isinstance(expected, (list, tuple)):
+            self.assertEqual(len(got), len(expected), path)
+            for idx, (got_item, expected_item) in enumerate(zip(got, expected)):
+                self.assertSameState(got_item, expected_item, f"{path}[{idx}]")
+        else:
+            self.assertEqual(got, expected, path)
+
+    def assertRefusedAtomically(self, cache, argument, error_type, *expected_in_message):
+        """`crop(argument)` raises `error_type` naming `expected_in_message`, and leaves every layer bit-identical."""
+        before = _full_snapshot(cache)
+        with self.assertRaises(error_type) as context:
+            _crop_quietly(cache, argument)
+        for expected in expected_in_message:
+            self.assertIn(expected, str(context.exception))
+        self.assertSameState(_full_snapshot(cache), before, "cache")
+        return context.exception
+
+    def assertExact(self, got, expected, msg=None):
+        torch.testing.assert_close(got, expected, rtol=0, atol=0, msg=msg)
+
+
+@require_torch
+class StaticLayersCropTest(CropTestMixin, unittest.TestCase):
+    """`StaticLayer` and `StaticIndexedLayer` (`StaticCache`) rewind their write position in place."""
+
+    def _cache(self, layer_name):
+        layer_class = {"static": StaticLayer, "static_indexed": StaticIndexedLayer}[layer_name]
+        return Cache(layers=[layer_class(max_cache_len=MAX_CACHE_LEN)])
+
+    def assertStaticLayerHolds(self, layer, num_tokens):
+        self.assertEqual(int(layer.get_seq_length()), num_tokens)
+        self.assertEqual(int(layer.cumulative_length), num_tokens)
+        # The freed slots are emptied: the layer holds what a fresh layer given the kept tokens would
+        self.assertExact(layer.keys, _static_buffer(num_tokens))
+        self.assertExact(layer.values, -_static_buffer(num_tokens))
+        self.assertEqual(layer.get_mask_sizes(1), (MAX_CACHE_LEN, 0))
+        if isinstance(layer, StaticIndexedLayer):
+            self.assertEqual(int(layer.indexer_cumulative_length), num_tokens)
+            self.assertExact(layer.indexer_keys, _static_buffer(num_tokens)[:, 0])
+
+    @parameterized.expand(
+        [
+            (layer_name, step, *case)
+            for layer_name in ("static", "static_indexed")
+            for step in (3, 1)
+            for case in CROP_CASES
+        ]
+    )
+    def test_crop_rewinds_and_next_update_lands_right(self, layer_name, step, argument, expected_length):
+        cache = self._cache(layer_name)
+        _fill_codes(cache, 3, step=step)
+        layer = cache.layers[0]
+        addresses = (layer.keys.data_ptr(), layer.values.data_ptr(), layer.cumulative_length.data_ptr())
+
+        _crop_quietly(cache, argument)
+
+        self.assertStaticLayerHolds(layer, expected_length)
+        self.assertEqual(cache.get_seq_length(), expected_length)
+        # In place: the static addresses (used by cudagraphs) are kept
+        self.assertEqual(
+            (layer.keys.data_ptr(), layer.values.data_ptr(), layer.cumulative_length.data_ptr()), addresses
+        )
+
+        keys, values = _update(cache, expected_length, 2)
+        self.assertExact(keys, _static_buffer(expected_length + 2))
+        self.assertExact(values, -_static_buffer(expected_length + 2))
+        self.assertStaticLayerHolds(layer, expected_length + 2)
+
+    def test_static_cache_from_config(self):
+        config = LlamaConfig(
+            vocab_size=16, hidden_size=8, num_hidden_layers=2, num_attention_heads=1, num_key_value_heads=1
+        )
+        cache = StaticCache(config=config, max_cache_len=MAX_CACHE_LEN)
+        for layer_idx in range(2):
+            _fill_codes(cache, 5, layer_idx=layer_idx)
+
+        cache.crop(-2)
+        for layer in cache.layers:
+            self.assertStaticLayerHolds(layer, 3)
+        cache.crop(-7)
+        for layer in cache.layers:
+            self.assertStaticLayerHolds(layer, 0)
+        _fill_codes(cache, 2)
+        self.assertStaticLayerHolds(cache.layers[0], 2)
+
+
+@require_torch
+class StaticSlidingWindowLayerCropTest(CropTestMixin, unittest.TestCase):
+    """`StaticSlidingWindowLayer` can roll back as long as no slot was overwritten; a full rollback always works."""
+
+    def _cache(self):
+        return Cache(layers=[StaticSlidingWindowLayer(max_cache_len=MAX_CACHE_LEN, sliding_window=WINDOW)])
+
+    def assertSameAsFresh(self, cache, num_tokens):
+        """The layer behaves exactly like a fresh one that received `num_tokens` tokens, now and after an update."""
+        reference = self._cache()
+        _fill_codes(reference, num_tokens, step=1)
+        layer, reference_layer = cache.layers[0], reference.layers[0]
+        for query_length in (1, 3):
+            self.assertEqual(layer.get_mask_sizes(query_length), reference_layer.get_mask_sizes(query_length))
+        self.assertEqual(layer.get_seq_length(), num_tokens)
+        self.assertEqual(layer.cumulative_length_int, num_tokens)
+        self.assertEqual(int(layer.cumulative_length), int(reference_layer.cumulative_length))
+        self.assertExact(layer.keys, reference_layer.keys if reference_layer.is_initialized else 0 * layer.keys)
+        for got, expected in zip(_update(cache, num_tokens, 2), _update(reference, num_tokens, 2)):
+            self.assertExact(got, expected)
+        self.assertExact(layer.keys, reference_layer.keys)
+        self.assertEqual(layer.get_mask_sizes(1), reference_layer.get_mask_sizes(1))
+
+    @parameterized.expand(
+        [(3, *case) for case in CROP_CASES]
+        # Exactly a window's worth of tokens: no slot was overwritten yet
+        + [(WINDOW, 2, 2), (WINDOW, 0, 0), (WINDOW, -1, 3), (WINDOW, -3, 1), (WINDOW, -4, 0), (WINDOW, -6, 0)]
+    )
+    def test_crop_within_the_window(self, num_tokens, argument, expected_length):
+        cache = self._cache()
+        _fill_codes(cache, num_tokens, step=1)
+        addresses = (cache.layers[0].keys.data_ptr(), cache.layers[0].values.data_ptr())
+
+        _crop_quietly(cache, argument)
+
+        self.assertEqual((cache.layers[0].keys.data_ptr(), cache.layers[0].values.data_ptr()), addresses)
+        self.assertSameAsFresh(cache, expected_length)
+
+    @parameterized.expand([(-1,), (-3,), (2,)])
+    def test_partial_crop_beyond_the_window_raises(self, argument):
+        cache = self._cache()
+        _fill_codes(cache, 6, step=1)
+        self.assertRefusedAtomically(
+            cache, argument, ValueError, "StaticSlidingWindowLayer", "crop(-cache.get_seq_length())"
+        )
+
+    @parameterized.expand([(0,), (-6,), (-9,)])
+    def test_full_rollback_beyond_the_window_then_append(self, argument):
+        cache = self._cache()
+        _fill_codes(cache, 6, step=1)
+        _crop_quietly(cache, argument)
+        self.assertSameAsFresh(cache, 0)
+
+
+@require_torch
+class QuantizedLayerCropTest(CropTestMixin, unittest.TestCase):
+    """`QuantizedLayer` crops both its quantized and its residual (original precision) parts."""
+
+    @parameterized.expand(
+        [
+            (residual_length, step, *case)
+            for residual_length in (2, 8)  # 2: 3 tokens reach the quantized part; 8: they stay in the residual one
+            for step in (3, 1)
+            for case in CROP_CASES
+        ]
+    )
+    def test_crop_both_parts_then_append(self, residual_length, step, argument, expected_length):
+        cache = Cache(layers=[ExactQuantizedLayer(residual_length=residual_length)])
+        _fill_codes(cache, 3, step=step)
+        layer = cache.layers[0]
+
+        _crop_quietly(cache, argument)
+
+        self.assertEqual(cache.get_seq_length(), expected_length)
+        self.assertEqual(layer.cumulative_length, expected_length)
+        self.assertEqual(layer.get_mask_sizes(1), (expected_length + 1, 0))
+        if expected_length == 0:
+            # Back to a new layer: the next update quantizes from scratch
+            self.assertFalse(layer.is_initialized)
+        else:
+            stored = [layer._dequantize(layer._quantized_keys)] + ([layer.keys] if layer.keys.dim() == 4 else [])
+            self.assertExact(torch.cat(stored, dim=-2), _codes(0, expected_length))
+
+        keys, values = _update(cache, expected_length, 2)
+        self.assertExact(keys, _codes(0, expected_length + 2))
+        self.assertExact(values, -_codes(0, expected_length + 2))
+        self.assertEqual(cache.get_seq_length(), expected_length + 2)
+        # And the update after that one still sees exactly the right tokens
+        keys, _ = _update(cache, expected_length + 2, 1)
+        self.assertExact(keys, _codes(0, expected_length + 3))
+
+
+BACKEND_CASES = [
+    (step, argument, expected_length)
+    for step in (5, 1)  # 5 tokens at once, or 1 by 1 (with `residual_length=2`, both parts are then crossed)
+    for argument, expected_length in [(-1, 4), (-3, 2), (2, 2), (-5, 0), (0, 0), (-9, 0)]
+]
+
+
+@require_torch
+class QuantizedBackendsCropTest(CropTestMixin, unittest.TestCase):
+    """`QuantizedCache` with the real backends (optional dependencies): the kept tokens survive re-quantization."""
+
+    def _check_backend(self, backend, nbits, step, argument, expected_length):
+        config = LlamaConfig(vocab_size=16, hidden_size=8, num_hidden_layers=2, num_attention_heads=1, head_dim=8)
+        cache = QuantizedCache(backend=backend, config=config, nbits=nbits, q_group_size=8, residual_length=2)
+        for layer_idx in range(2):
+            for start in range(0, 5, step):
+                states = _codes(start, step, head_dim=8)
+                cache.update(states, -states, layer_idx=layer_idx)
+
+        _crop_quietly(cache, argument)
+
+        self.assertEqual([layer.get_seq_length() for layer in cache.layers], [expected_length] * 2)
+        states = _codes(expected_length, 1, head_dim=8)
+        keys, values = cache.update(states, -states, layer_idx=0)
+        # Within the quantization error; a stale or missing token would be off by at least 1
+        torch.testing.assert_close(keys, _codes(0, expected_length + 1, head_dim=8), rtol=0, atol=0.1)
+        torch.testing.assert_close(values, -_codes(0, expected_length + 1, head_dim=8), rtol=0, atol=0.1)
+
+    @parameterized.expand(BACKEND_CASES)
+    @unittest.skipUnless(is_optimum_quanto_available(), "test requires optimum-quanto")
+    def test_quanto(self, step, argument, expected_length):
+        self._check_backend("quanto", 4, step, argument, expected_length)
+
+    @parameterized.expand(BACKEND_CASES)
+    @unittest.skipUnless(is_hqq_available(), "test requires hqq")
+    def test_hqq(self, step, argument, expected_length):
+        self._check_backend("hqq", 8, step, argument, expected_length)
+
+
+def _linear_cache(record_past=True, attention_layer=True, num_linear_layers=1):
+    """A hybrid-model-like cache: a full-attention layer, then linear attention layer(s)."""
+    layers = ([DynamicLayer()] if attention_layer else []) + [LinearAttentionLayer() for _ in range(num_linear_layers)]
+    cache = Cache(layers=layers)
+    if record_past:
+        cache.activate_past_recording()
+    return cache
+
+
+def _feed(cache, start, length, linear="conv", kernel=KERNEL):
+    """Feeds the tokens `start ... start + length - 1` to every layer; returns what `update_conv_state` returned.
+
+    Linear attention layers are fed like Inkling's short convolutions (the conv input of the new tokens, with the
+    kernel size), and with `linear="conv+recurrent"` also a recurrent state, which summarizes every token seen (here,
+    their number). With `linear="none"`, they receive nothing (placeholder layers).
+    """
+    conv_outputs = []
+    for layer_idx, layer in enumerate(cache.layers):
+        if not isinstance(layer, LinearAttentionLayer) or isinstance(layer, (DynamicLayer, StaticLayer)):
+            _update(cache, start, length, layer_idx)
+        if isinstance(layer, LinearAttentionLayer) and linear != "none":
+            conv_outputs.append(
+                cache.update_conv_state(_conv_inputs(start, length), layer_idx, conv_kernel_size=kernel)
+            )
+            if linear == "conv+recurrent":
+                cache.update_recurrent_state(torch.full((1, 2), float(start + length)), layer_idx)
+    return conv_outputs
+
+
+def _conv_window(num_tokens, kernel=KERNEL):
+    """The `kernel` conv inputs that precede the next token of a `num_tokens`-token sequence."""
+    return _conv_inputs(num_tokens - kernel, kernel)
+
+
+@require_torch
+class LinearAttentionLayerCropTest(CropTestMixin, unittest.TestCase):
+    """`LinearAttentionLayer`: conv states roll back by their recorded past; recurrent states can only be reset."""
+
+    def assertLinearLayerReset(self, layer):
+        self.assertFalse(any(layer.has_previous_state.values()))
+        for state_idx in range(layer.number_of_states):
+            if layer.is_recurrent_states_initialized[state_idx]:
+                self.assertEqual(layer.recurrent_states[state_idx].abs().sum().item(), 0)
+
+    @parameterized.expand([(2, 2), (-1, 2)])
+    def test_partial_crop_of_recorded_conv_states(self, argument, expected_length):
+        cache = _linear_cache()
+        _feed(cache, 0, 3)
+        _crop_quietly(cache, argument)
+
+        linear_layer = cache.layers[1]
+        self.assertEqual(cache.get_seq_length(), expected_length)
+        self.assertExact(linear_layer.conv_states[0], _conv_window(expected_length))
+        self.assertTrue(linear_layer.has_previous_state[0])
+        # The next conv step sees the kept tokens, then the new one
+        (conv_states,) = _feed(cache, expected_length, 1)
+        self.assertExact(conv_states[..., -KERNEL:], _conv_window(expected_length + 1))
+
+    def test_each_crop_removes_at_most_what_was_recorded_since_the_previous_one(self):
+        cache = _linear_cache()
+        _feed(cache, 0, 3)
+        cache.crop(-1)
+        for start in (2, 3, 4):
+            _feed(cache, start, 1)
+        # 5 tokens, the last 3 recorded since the previous crop (which kept only the kernel's worth)
+        cache.crop(-3)
+        self.assertExact(cache.layers[1].conv_states[0], _conv_window(2))
+        self.assertEqual(cache.get_seq_length(), 2)
+        self.assertRefusedAtomically(cache, -1, RuntimeError, "LinearAttentionLayer")
+        (conv_states,) = _feed(cache, 2, 1)
+        self.assertExact(conv_states[..., -KERNEL:], _conv_window(3))
+
+    @parameterized.expand(PARTIAL_CROPS)
+    def test_partial_crop_with_recurrent_states_raises(self, argument):
+        cache = _linear_cache()
+        _feed(cache, 0, 3, "conv+recurrent")
+        self.assertRefusedAtomically(
+            cache, argument, RuntimeError, "LinearAttentionLayer", "crop(-cache.get_seq_length())"
+        )
+
+    @parameterized.expand(PARTIAL_CROPS)
+    def test_partial_crop_without_recorded_past_raises(self, argument):
+        cache = _linear_cache(record_past=False)
+        _feed(cache, 0, 3)
+        self.assertRefusedAtomically(cache, argument, RuntimeError, "LinearAttentionLayer", "activate_past_recording")
+
+    def test_partial_crop_beyond_the_recorded_past_raises(self):
+        # A 4-token kernel and a 3-token prefill: no past token was recorded beyond the kernel
+        cache = _linear_cache()
+        _feed(cache, 0, 3, kernel=4)
+        self.assertRefusedAtomically(cache, -1, RuntimeError, "LinearAttentionLayer")
+
+    @parameterized.expand(
+        [
+            (linear, record_past, *case)
+            for linear in ("conv", "conv+recurrent")
+            for record_past in (True, False)
+            for case in FULL_ROLLBACKS
+        ]
+    )
+    def test_full_rollback_resets_then_next_update_is_a_prefill(self, linear, record_past, argument):
+        cache = _linear_cache(record_past)
+        _feed(cache, 0, 3, linear)
+        _crop_quietly(cache, argument)
+
+        self.assertEqual(cache.get_seq_length(), 0)
+        self.assertLinearLayerReset(cache.layers[1])
+        (conv_states,) = _feed(cache, 0, 2, linear)
+        self.assertExact(conv_states[..., -KERNEL:], _conv_window(2))
+        self.assertEqual(cache.get_seq_length(), 2)
+        if linear == "conv+recurrent":
+            self.assertEqual(cache.layers[1].recurrent_states[0].max().item(), 2)
+
+    @parameterized.expand(CROP_CASES)
+    def test_never_updated_placeholder_layer(self, argument, expected_length):
+        # E.g. the `moe` layers of NemotronH: linear attention placeholders that never receive states
+        cache = _linear_cache()
+        _feed(cache, 0, 3, "none")
+        _crop_quietly(cache, argument)
+        self.assertEqual(cache.get_seq_length(), expected_length)
+        self.assertFalse(cache.layers[1].is_conv_states_initialized[0])
+
+    def test_cache_of_linear_layers_only(self):
+        cache = _linear_cache(attention_layer=False, num_linear_layers=2)
+        _feed(cache, 0, 3)
+        # No sequence length: an absolute target cannot be honoured
+        self.assertRefusedAtomically(cache, 2, ValueError, "crop(-k)")
+        cache.crop(-1)
+        for layer in cache.layers:
+            self.assertExact(layer.conv_states[0], _conv_window(2))
+        _crop_quietly(cache, 0)
+        for layer in cache.layers:
+            self.assertLinearLayerReset(layer)
+
+
+HYBRID_LAYERS = ["full", "sliding", "static_full", "static_sliding"]
+
+
+def _hybrid_layer(name):
+    if name == "full":
+        return LinearAttentionAndFullAttentionLayer()
+    if name == "sliding":
+        return LinearAttentionAndSlidingWindowAttentionLayer(sliding_window=WINDOW)
+    if name == "static_full":
+        return LinearAttentionAndStaticFullAttentionLayer(max_cache_len=MAX_CACHE_LEN)
+    if name == "static_sliding":
+        return LinearAttentionAndStaticSlidingWindowAttentionLayer(max_cache_len=MAX_CACHE_LEN, sliding_window=WINDOW)
+    raise ValueError(name)
+
+
+def _hybrid_cache(name, record_past=True):
+    cache = Cache(layers=[_hybrid_layer(name)])
+    if record_past:
+        cache.activate_past_recording()
+    return cache
+
+
+@require_torch
+class HybridLayersCropTest(CropTestMixin, unittest.TestCase):
+    """Layers holding both linear attention and attention states crop both parts, or neither."""
+
+    def assertSameAsFresh(self, cache, name, num_tokens, linear="conv"):
+        """Both parts behave like those of a fresh layer that received `num_tokens` tokens, now and after an update."""
+        reference = _hybrid_cache(name)
+        if num_tokens:
+            _feed(reference, 0, num_tokens, linear)
+        layer, reference_layer = cache.layers[0], reference.layers[0]
+        self.assertEqual(int(layer.get_seq_length()), num_tokens)
+        for query_length in (1, 3):
+            self.assertEqual(layer.get_mask_sizes(query_length), reference_layer.get_mask_sizes(query_length))
+        self.assertEqual(layer.has_previous_state[0], num_tokens > 0)
+        if num_tokens:
+            self.assertExact(layer.keys, reference_layer.keys)
+            self.assertExact(layer.conv_states[0][..., -KERNEL:], reference_layer.conv_states[0][..., -KERNEL:])
+        (conv_states,) = _feed(cache, num_tokens, 2, linear)
+        (expected_conv_states,) = _feed(reference, num_tokens, 2, linear)
+        self.assertExact(conv_states[..., -KERNEL:], expected_conv_states[..., -KERNEL:])
+        self.assertExact(layer.keys, reference_layer.keys)
+        self.assertExact(layer.values, reference_layer.values)
+        self.assertEqual(layer.get_mask_sizes(1), reference_layer.get_mask_sizes(1))
+        self.assertEqual(int(layer.get_seq_length()), num_tokens + 2)
+
+    @parameterized.expand([(name, *case) for name in HYBRID_LAYERS for case in CROP_CASES])
+    def test_conv_only_hybrid_crops_both_parts(self, name, argument, expected_length):
+        cache = _hybrid_cache(name)
+        _feed(cache, 0, 3)
+        _crop_quietly(cache, argument)
+        self.assertSameAsFresh(cache, name, expected_length)
+
+    @parameterized.expand([(name, *case) for name in HYBRID_LAYERS for case in PARTIAL_CROPS])
+    def test_partial_crop_with_recurrent_states_changes_neither_part(self, name, argument):
+        cache = _hybrid_cache(name)
+        _feed(cache, 0, 3, "conv+recurrent")
+        self.assertRefusedAtomically(cache, argument, RuntimeError, type(cache.layers[0]).__name__)
+
+    @parameterized.expand([(name, *case) for name in HYBRID_LAYERS for case in PARTIAL_CROPS])
+    def test_partial_crop_without_recorded_past_changes_neither_part(self, name, argument):
+        cache = _hybrid_cache(name, record_past=False)
+        _feed(cache, 0, 3)
+        self.assertRefusedAtomically(cache, argument, RuntimeError, "activate_past_recording")
+
+    @parameterized.expand([(name, *case) for name in HYBRID_LAYERS for case in FULL_ROLLBACKS])
+    def test_full_rollback_with_recurrent_states_resets_both_parts(self, name, argument):
+        cache = _hybrid_cache(name)
+        _feed(cache, 0, 3, "conv+recurrent")
+        _crop_quietly(cache, argument)
+        self.assertEqual(cache.layers[0].recurrent_states[0].abs().sum().item(), 0)
+        self.assertSameAsFresh(cache, name, 0, "conv+recurrent")
+
+    @parameterized.expand([(name,) for name in ("sliding", "static_sliding")])
+    def test_beyond_the_window_only_full_rollback(self, name):
+        cache = _hybrid_cache(name)
+        for start in range(6):
+            _feed(cache, start, 1)
+        # The linear part could remove a token, the sliding part cannot: neither is cropped
+        self.assertRefusedAtomically(cache, -1, ValueError, "crop(-cache.get_seq_length())")
+        cache.crop(-6)
+        self.assertSameAsFresh(cache, name, 0)
+
+
+@require_torch
+class MiniMaxM3VLCropTest(CropTestMixin, unittest.TestCase):
+    """The MiniMax-M3-VL sparse layers keep their index keys in lockstep with the key and value states."""
+
+    @parameterized.expand([(name, *case) for name in ("dynamic", "static") for case in CROP_CASES])
+    def test_index_keys_follow_the_crop(self, name, argument, expected_length):
+        layer = (
+            MiniMaxM3VLSparseCacheLayer() if name == "dynamic" else MiniMaxM3VLSparseStaticCacheLayer(MAX_CACHE_LEN)
+        )
+        cache = Cache(layers=[layer])
+        _fill_codes(cache, 3, step=1)
+
+        _crop_quietly(cache, argument)
+        self.assertEqual(int(layer.get_seq_length()), expected_length)
+        if name == "dynamic":
+            self.assertExact(layer.keys, _codes(0, expected_length))
+            self.assertExact(layer.idx_keys, _codes(0, expected_length))
+        else:
+            self.assertExact(layer.keys, _static_buffer(expected_length))
+            self.assertExact(layer.idx_keys, _static_buffer(expected_length))
+            self.assertEqual(int(layer.idx_cumulative_length), expected_length)
+
+        _update(cache, expected_length, 2)
+        expected = _codes(0, expected_length + 2) if name == "dynamic" else _static_buffer(expected_length + 2)
+        self.assertExact(layer.keys, expected)
+        self.assertExact(layer.idx_keys, expected)
+
+
+@require_torch
+class MiniMaxCacheCropTest(CropTestMixin, unittest.TestCase):
+    @parameterized.expand([(argument,) for argument, _ in CROP_CASES])
+    def test_refuses_clearly(self, argument):
+        cache = MiniMaxCache()
+        _fill_codes(cache, 3)
+        cache.set_linear_cache(1, torch.ones(1, 2))
+        before = _copy(cache.linear_cache)
+        error = self.assertRefusedAtomically(cache, argument, RuntimeError, "MiniMaxCache")
+        self.assertNotIn("doesnot", str(error))
+        self.assertSameState(cache.linear_cache, before, "linear_cache")
+
+
+def _deepseek_cache():
+    """A DeepSeek-V4 cache with an HCA layer (compress rate 4) and a CSA layer (compress rate 2)."""
+    config = DeepseekV4Config(
+        num_hidden_layers=2,
+        layer_types=["heavily_compressed_attention", "compressed_sparse_attention"],
+        compress_rates={"compressed_sparse_attention": 2, "heavily_compressed_attention": 4},
+        sliding_window=MAX_CACHE_LEN,
+    )
+    return DynamicCache(config=config)
+
+
+def _feed_deepseek(cache, start, length):
+    """Feeds tokens like the DeepSeek-V4 attention: shared key/value states, then each compressor (the compressed
+    entry of a window is the mean of its codes). Returns the window positions and entries the compressors got."""
+    seen = []
+    for layer_idx, layer in enumerate(cache.layers):
+        keys = _codes(start, length)
+        cache.update(keys, keys, layer_idx=layer_idx)
+        for name in layer.buffer_kv:
+            kv = _codes(start, length, head_dim=4)[:, 0]
+            chunk_kv, chunk_gate, first_window_position = layer.store_compression_weights(name, kv, -kv)
+            windows = chunk_kv.shape[1] // layer.compress_rate
+            chunk_kv = chunk_kv.reshape(1, windows, layer.compress_rate, 4)
+            if isinstance(layer, DeepseekV4CSACache) and windows:
+                layer.update_overlap_state(name, chunk_kv, chunk_gate.reshape(chunk_kv.shape), head_dim=2)
+            compressed = layer.update_compressor_states(name, chunk_kv.mean(dim=2))
+            seen.append((layer_idx, name, first_window_position, compressed.clone()))
+    return seen
+
+
+@require_torch
+class DeepseekV4CropTest(CropTestMixin, unittest.TestCase):
+    """The compressed attention layers of DeepSeek-V4 roll their compressor buffers back with the sliding window."""
+
+    def assertSameAsFresh(self, cache, num_tokens):
+        reference = _deepseek_cache()
+        if num_tokens:
+            _feed_deepseek(reference, 0, num_tokens)
+        for layer, reference_layer in zip(cache.layers, reference.layers):
+            self.assertEqual(layer.get_seq_length(), num_tokens)
+            self.assertEqual(layer.get_mask_sizes(1), reference_layer.get_mask_sizes(1))
+            self.assertEqual(layer.entry_count, reference_layer.entry_count)
+            for name in layer.buffer_kv:
+                for attribute in ("buffer_kv", "buffer_gate", "compressed_kv", "overlap_kv", "overlap_gate"):
+                    got = getattr(layer, attribute, {}).get(name)
+                    expected = getattr(reference_layer, attribute, {}).get(name)
+                    if expected is None or expected.numel() == 0:
+                        self.assertTrue(got is None or got.numel() == 0, f"{attribute}[{name}]")
+                    else:
+                        self.assertExact(got, expected, f"{attribute}[{name}]")
+        # The next tokens are compressed at the right window positions, with the right entries
+        for got, expected in zip(_feed_deepseek(cache, num_tokens, 3), _feed_deepseek(reference, num_tokens, 3)):
+            self.assertEqual(got[:3], expected[:3])
+            self.assertExact(got[3], expected[3])
+        for layer, reference_layer in zip(cache.layers, reference.layers):
+            self.assertExact(layer.keys, reference_layer.keys)
+            self.assertIs(layer.values, layer.keys)
+
+    @parameterized.expand([(3, -1, 2), (3, 2, 2), (5, -1, 4), (5, 4, 4)])
+    def test_crop_of_buffered_tokens(self, num_tokens, argument, expected_length):
+        # 3 tokens: HCA (windows of 4) buffers them all, CSA (windows of 2) buffers 1
+        # 5 tokens: HCA has compressed 1 window and buffers 1, CSA has compressed 2 windows and buffers 1
+        cache = _deepseek_cache()
+        _feed_deepseek(cache, 0, num_tokens)
+        _crop_quietly(cache, argument)
+        self.assertSameAsFresh(cache, expected_length)
+
+    @parameterized.expand([(-2,), (3,), (-4,)])
+    def test_crop_of_compressed_tokens_raises(self, argument):
+        cache = _deepseek_cache()
+        _feed_deepseek(cache, 0, 5)
+        self.assertRefusedAtomically(
+            cache, argument, ValueError, "DeepseekV4HCACache", "crop(-cache.get_seq_length())"
+        )
+
+    @parameterized.expand([(0,), (-5,), (-8,)])
+    def test_full_rollback_clears_every_compressor_state(self, argument):
+        cache = _deepseek_cache()
+        _feed_deepseek(cache, 0, 5)
+        _crop_quietly(cache, argument)
+        for layer in cache.layers:
+            self.assertEqual(set(layer.entry_count.values()), {0})
+            self.assertTrue(all(state is None for state in layer.compressed_kv.values()))
+        self.assertTrue(all(state is None for state in cache.layers[1].overlap_kv.values()))
+        self.assertSameAsFresh(cache, 0)
+
+    def test_layer_types(self):
+        cache = _deepseek_cache()
+        self.assertEqual([type(layer) for layer in cache.layers], [DeepseekV4HCACache, DeepseekV4CSACache])
+
+
+@require_torch
+class CropAtomicityTest(CropTestMixin, unittest.TestCase):
+    """A crop that one layer refuses leaves every layer of the cache bit-identical, whatever the layer order."""
+
+    @parameterized.expand(
+        [
+            ("static_then_hybrid", lambda: [StaticLayer(MAX_CACHE_LEN), LinearAttentionAndFullAttentionLayer()]),
+            (
+                "quantized_then_hybrid",
+                lambda: [ExactQuantizedLayer(residual_length=2), LinearAttentionAndFullAttentionLayer()],
+            ),
+            ("hybrid_then_dynamic", lambda: [LinearAttentionAndFullAttentionLayer(), DynamicLayer()]),
+            ("dynamic_then_linear", lambda: [DynamicLayer(), StaticLayer(MAX_CACHE_LEN), LinearAttentionLayer()]),
+        ]
+    )
+    def test_recurrent_states_refuse_for_every_layer(self, _, make_layers):
+        cache = Cache(layers=make_layers())
+        cache.activate_past_recording()
+        _feed(cache, 0, 3, "conv+recurrent")
+        self.assertRefusedAtomically(cache, -1, RuntimeError, "crop(-cache.get_seq_length())")
+        # A full rollback works on all of them, and the next update lands right everywhere
+        cache.crop(-3)
+        _feed(cache, 0, 2, "conv+recurrent")
+        self.assertEqual(cache.get_seq_length(), 2)
+        for layer in cache.layers:
+            if not isinstance(layer, LinearAttentionLayer) or isinstance(layer, DynamicLayer):
+                self.assertEqual(int(layer.get_seq_length()), 2)
+            if isinstance(layer, LinearAttentionLayer):
+                self.assertEqual(layer.recurrent_states[0].max().item(), 2)
+
+    def test_sliding_window_refuses_for_every_layer(self):
+        cache = Cache(
+            layers=[
+                StaticLayer(max_cache_len=MAX_CACHE_LEN),
+                ExactQuantizedLayer(residual_length=2),
+                DynamicSlidingWindowLayer(sliding_window=MAX_CACHE_LEN),
+                StaticSlidingWindowLayer(max_cache_len=MAX_CACHE_LEN, sliding_window=WINDOW),
+            ]
+        )
+        for layer_idx in range(4):
+            _fill_codes(cache, 6, step=1, layer_idx=layer_idx)
+        self.assertRefusedAtomically(cache, -1, ValueError, "StaticSlidingWindowLayer")
