@@ -711,6 +711,27 @@ class QuantizedBackendsCropTest(CropTestMixin, unittest.TestCase):
     def test_hqq(self, step, argument, expected_length):
         self._check_backend("hqq", 8, step, argument, expected_length)
 
+    @unittest.skipUnless(is_optimum_quanto_available(), "test requires optimum-quanto")
+    def test_quanto_repeated_rollbacks_do_not_compound_the_error(self):
+        # A crop into the quantized part quantizes the kept tokens again (as every flush of the residual part does).
+        # With quanto, quantizing dequantized values gives them back: 50 rollbacks leave the kept tokens as they were
+        config = LlamaConfig(vocab_size=16, hidden_size=8, num_hidden_layers=1, num_attention_heads=1, head_dim=8)
+        cache = QuantizedCache(backend="quanto", config=config, nbits=4, q_group_size=8, residual_length=2)
+        generator = torch.Generator().manual_seed(0)
+        prompt = torch.randn(1, 1, 12, 8, generator=generator)
+        keys, _ = cache.update(prompt, prompt.clone(), layer_idx=0)
+        kept, _ = cache.update(prompt[..., :1, :], prompt[..., :1, :], layer_idx=0)
+        kept = kept[..., :6, :].clone()
+        cache.crop(-1)
+        for _ in range(50):
+            drafts = torch.randn(1, 1, 3, 8, generator=generator)
+            cache.update(drafts, drafts.clone(), layer_idx=0)
+            cache.crop(-9)  # the drafts and 6 tokens of the quantized part
+            refill = prompt[..., 6:12, :]
+            cache.update(refill, refill.clone(), layer_idx=0)
+        keys, _ = cache.update(prompt[..., :1, :], prompt[..., :1, :], layer_idx=0)
+        torch.testing.assert_close(keys[..., :6, :], kept, rtol=0, atol=1e-6)
+
 
 def _linear_cache(record_past=True, attention_layer=True, num_linear_layers=1):
     """A hybrid-model-like cache: a full-attention layer, then linear attention layer(s)."""
