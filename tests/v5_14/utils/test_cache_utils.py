@@ -56,15 +56,6 @@ if is_torch_available():
         MiniMaxM3VLSparseStaticCacheLayer,
     )
 
-    class ExactQuantizedLayer(QuantizedLayer):
-        """A `QuantizedLayer` whose quantization is exact, to check its crop token by token without a backend."""
-
-        def _quantize(self, tensor, axis):
-            return tensor.clone()
-
-        def _dequantize(self, q_tensor):
-            return q_tensor
-
 
 # Small sliding window (3 tokens are "below" it) and a large one that is never reached in these tests
 SMALL_WINDOW, LARGE_WINDOW = 4, 64
@@ -103,13 +94,18 @@ def _tokens(start, length):
 def _fill(cache, num_tokens, step=None, layer_idx=0):
     """Appends `num_tokens` tokens to `layer_idx` of `cache`, in steps of `step` tokens (all at once by default)."""
     step = step or num_tokens
+    for start in range(0, num_tokens, step):
+        _fill_from(cache, start, min(step, num_tokens - start), layer_idx)
+
+
+def _fill_from(cache, start, length, layer_idx=0):
+    """Appends the tokens `start ... start+length-1` to `layer_idx` of `cache` (and to its indexer keys)."""
     if isinstance(cache, EncoderDecoderCache):
         cache = cache.self_attention_cache
-    for start in range(0, num_tokens, step):
-        states = _tokens(start, min(step, num_tokens - start))
-        cache.update(states, states.clone(), layer_idx=layer_idx)
-        if isinstance(cache.layers[layer_idx], DynamicIndexedLayer):
-            cache.update_indexer(states[:, 0], layer_idx=layer_idx)
+    states = _tokens(start, length)
+    cache.update(states, states.clone(), layer_idx=layer_idx)
+    if isinstance(cache.layers[layer_idx], DynamicIndexedLayer):
+        cache.update_indexer(states[:, 0], layer_idx=layer_idx)
 
 
 def _crop_quietly(cache, *args, **kwargs):
@@ -132,78 +128,29 @@ def _snapshot(cache):
 
 @require_torch
 class DynamicLayersCropTest(unittest.TestCase):
-    """`crop` on every dynamic layer type: negative values remove tokens (clamped), non-negative ones are targets."""
+    """`crop` on dynamic layers: negative values remove tokens (clamped), non-negative ones are targets (#47433)."""
 
     def assertLayerHolds(self, layer, num_tokens, query_length=1):
         """Checks that every piece of state of `layer` describes exactly the tokens `0 ... num_tokens-1`."""
         self.assertEqual(layer.get_seq_length(), num_tokens)
+        self.assertEqual(layer.get_mask_sizes(query_length), (num_tokens + query_length, 0))
         expected = _tokens(0, num_tokens)
-        if isinstance(layer, DynamicSlidingWindowLayer):
-            self.assertEqual(layer.cumulative_length, num_tokens)
-            # Only the last `sliding_window - 1` tokens are stored
-            expected = expected[..., -(layer.sliding_window - 1) :, :] if num_tokens else expected
-            kv_length = min(num_tokens, layer.sliding_window - 1) + query_length
-            kv_offset = max(num_tokens - layer.sliding_window + 1, 0)
-            self.assertEqual(layer.get_mask_sizes(query_length), (kv_length, kv_offset))
-        else:
-            self.assertEqual(layer.get_mask_sizes(query_length), (num_tokens + query_length, 0))
         torch.testing.assert_close(layer.keys, expected, rtol=0, atol=0)
         torch.testing.assert_close(layer.values, expected, rtol=0, atol=0)
         if isinstance(layer, DynamicIndexedLayer):
             torch.testing.assert_close(layer.indexer_keys, expected[:, 0], rtol=0, atol=0)
 
-    @parameterized.expand(
-        [
-            (layer_name, *case)
-            for layer_name in ("dynamic", "sliding", "sliding_large", "indexed")
-            for case in CROP_CASES
-        ]
-    )
-    def test_crop_removes_or_keeps_the_right_tokens(self, layer_name, argument, expected_length):
+    @parameterized.expand([(layer_name, *case) for layer_name in ("dynamic", "indexed") for case in CROP_CASES])
+    def test_crop_then_update(self, layer_name, argument, expected_length):
         cache = Cache(layers=[_make_layer(layer_name)])
         _fill(cache, 3)
 
         _crop_quietly(cache, argument)
-
         self.assertLayerHolds(cache.layers[0], expected_length)
-        self.assertEqual(cache.get_seq_length(), expected_length)
 
-    @parameterized.expand(
-        [(layer_name, *case) for layer_name in ("dynamic", "sliding", "indexed") for case in CROP_CASES]
-    )
-    def test_update_after_crop_appends_in_the_right_place(self, layer_name, argument, expected_length):
-        cache = Cache(layers=[_make_layer(layer_name)])
-        _fill(cache, 3)
-        _crop_quietly(cache, argument)
-
-        # Append the tokens that follow the kept ones: the cache must again hold one contiguous sequence
-        states = _tokens(expected_length, 1)
-        keys, _ = cache.update(states, states.clone(), layer_idx=0)
-        if layer_name == "indexed":
-            cache.update_indexer(states[:, 0], layer_idx=0)
-
-        torch.testing.assert_close(keys, _tokens(0, expected_length + 1), rtol=0, atol=0)
+        # The next tokens land right after the kept ones
+        _fill_from(cache, expected_length, 1)
         self.assertLayerHolds(cache.layers[0], expected_length + 1)
-
-    @parameterized.expand(
-        [
-            (layer_name, num_tokens, argument)
-            for layer_name in ("dynamic", "sliding", "indexed")
-            for num_tokens in (1, 3, 9)
-            for argument in ("zero", "minus_length", "oversized")
-        ]
-    )
-    def test_full_rollback_then_append(self, layer_name, num_tokens, argument):
-        # 9 tokens go beyond the small sliding window: a full rollback must still work, as nothing needs to be kept
-        cache = Cache(layers=[_make_layer(layer_name)])
-        _fill(cache, num_tokens, step=1)
-        value = {"zero": 0, "minus_length": -num_tokens, "oversized": -num_tokens - 5}[argument]
-
-        _crop_quietly(cache, value)
-        self.assertLayerHolds(cache.layers[0], 0, query_length=2)
-
-        _fill(cache, 2)
-        self.assertLayerHolds(cache.layers[0], 2, query_length=1)
 
     @parameterized.expand([("dynamic_cache",), ("mtp_cache",), ("encoder_decoder_cache",)])
     def test_caches_crop_every_layer(self, cache_name):
@@ -211,9 +158,6 @@ class DynamicLayersCropTest(unittest.TestCase):
         self_attention_cache = cache.self_attention_cache if cache_name == "encoder_decoder_cache" else cache
         for layer_idx in range(3):
             _fill(cache, 5, layer_idx=layer_idx)
-        if cache_name == "encoder_decoder_cache":
-            cross = _tokens(0, 7)
-            cache.cross_attention_cache.update(cross, cross.clone(), layer_idx=0)
 
         cache.crop(-2)
         self.assertEqual([layer.get_seq_length() for layer in self_attention_cache.layers], [3, 3, 3])
@@ -222,20 +166,59 @@ class DynamicLayersCropTest(unittest.TestCase):
         _fill(cache, 4, layer_idx=0)
         _crop_quietly(cache, 0)
         self.assertEqual([layer.get_seq_length() for layer in self_attention_cache.layers], [0, 0, 0])
-        if cache_name == "encoder_decoder_cache":
-            # Cross-attention states only depend on the encoder outputs: they are never cropped
-            self.assertEqual(cache.cross_attention_cache.get_seq_length(), 7)
-
 
     def test_layers_of_different_lengths_each_lose_the_removed_tokens(self):
-        # The layers of a cache may hold different numbers of tokens (e.g. the layers of an `MtpCache`): `crop(-k)`
-        # removes the last `k` tokens of each layer, emptying only those that hold at most `k`
+        # The layers of a cache may hold different numbers of tokens (e.g. the layers of an `MtpCache`)
         cache = MtpCache()
         _fill(cache, 3, layer_idx=0)
         _fill(cache, 5, layer_idx=1)
         cache.crop(-3)
         self.assertEqual([layer.get_seq_length() for layer in cache.layers], [0, 2])
         self.assertLayerHolds(cache.layers[1], 2)
+
+
+@require_torch
+class DynamicSlidingWindowLayerCropTest(unittest.TestCase):
+    """`crop` on dynamic sliding-window layers: `cumulative_length` and the mask sizes follow the kept tokens."""
+
+    def assertLayerHolds(self, layer, num_tokens, query_length=1):
+        """Checks that every piece of state of `layer` describes exactly the tokens `0 ... num_tokens-1`."""
+        self.assertEqual(layer.get_seq_length(), num_tokens)
+        self.assertEqual(layer.cumulative_length, num_tokens)
+        # Only the last `sliding_window - 1` tokens are stored
+        expected = _tokens(0, num_tokens)
+        expected = expected[..., -(layer.sliding_window - 1) :, :] if num_tokens else expected
+        kv_length = min(num_tokens, layer.sliding_window - 1) + query_length
+        kv_offset = max(num_tokens - layer.sliding_window + 1, 0)
+        self.assertEqual(layer.get_mask_sizes(query_length), (kv_length, kv_offset))
+        torch.testing.assert_close(layer.keys, expected, rtol=0, atol=0)
+        torch.testing.assert_close(layer.values, expected, rtol=0, atol=0)
+
+    @parameterized.expand([(layer_name, *case) for layer_name in ("sliding", "sliding_large") for case in CROP_CASES])
+    def test_crop_then_update(self, layer_name, argument, expected_length):
+        cache = Cache(layers=[_make_layer(layer_name)])
+        _fill(cache, 3)
+
+        _crop_quietly(cache, argument)
+        self.assertLayerHolds(cache.layers[0], expected_length)
+
+        _fill_from(cache, expected_length, 1)
+        self.assertLayerHolds(cache.layers[0], expected_length + 1)
+
+    @parameterized.expand(
+        [(num_tokens, argument) for num_tokens in (1, 3, 9) for argument in ("zero", "minus_length", "oversized")]
+    )
+    def test_full_rollback_then_append(self, num_tokens, argument):
+        # 9 tokens go beyond the small sliding window: a full rollback must still work, as nothing needs to be kept
+        cache = Cache(layers=[_make_layer("sliding")])
+        _fill(cache, num_tokens, step=1)
+        value = {"zero": 0, "minus_length": -num_tokens, "oversized": -num_tokens - 5}[argument]
+
+        _crop_quietly(cache, value)
+        self.assertLayerHolds(cache.layers[0], 0, query_length=2)
+
+        _fill(cache, 2)
+        self.assertLayerHolds(cache.layers[0], 2, query_length=1)
 
 
 @require_torch
@@ -431,6 +414,19 @@ KERNEL = 2  # conv kernel of the linear attention layers: a 3-token prefill reco
 
 FULL_ROLLBACKS = [(0,), (-3,), (-5,)]
 PARTIAL_CROPS = [(2,), (-1,)]
+
+
+def _exact_quantized_layer(residual_length):
+    """A `QuantizedLayer` whose quantization is exact, to check its crop token by token without a backend."""
+
+    class ExactQuantizedLayer(QuantizedLayer):
+        def _quantize(self, tensor, axis):
+            return tensor.clone()
+
+        def _dequantize(self, q_tensor):
+            return q_tensor
+
+    return ExactQuantizedLayer(residual_length=residual_length)
 
 
 def _codes(start, length, head_dim=1):
@@ -648,7 +644,7 @@ class QuantizedLayerCropTest(CropTestMixin, unittest.TestCase):
         ]
     )
     def test_crop_both_parts_then_append(self, residual_length, step, argument, expected_length):
-        cache = Cache(layers=[ExactQuantizedLayer(residual_length=residual_length)])
+        cache = Cache(layers=[_exact_quantized_layer(residual_length=residual_length)])
         _fill_codes(cache, 3, step=step)
         layer = cache.layers[0]
 
@@ -1094,7 +1090,7 @@ class CropAtomicityTest(CropTestMixin, unittest.TestCase):
             ("static_then_hybrid", lambda: [StaticLayer(MAX_CACHE_LEN), LinearAttentionAndFullAttentionLayer()]),
             (
                 "quantized_then_hybrid",
-                lambda: [ExactQuantizedLayer(residual_length=2), LinearAttentionAndFullAttentionLayer()],
+                lambda: [_exact_quantized_layer(residual_length=2), LinearAttentionAndFullAttentionLayer()],
             ),
             ("hybrid_then_dynamic", lambda: [LinearAttentionAndFullAttentionLayer(), DynamicLayer()]),
             ("dynamic_then_linear", lambda: [DynamicLayer(), StaticLayer(MAX_CACHE_LEN), LinearAttentionLayer()]),
@@ -1119,7 +1115,7 @@ class CropAtomicityTest(CropTestMixin, unittest.TestCase):
         cache = Cache(
             layers=[
                 StaticLayer(max_cache_len=MAX_CACHE_LEN),
-                ExactQuantizedLayer(residual_length=2),
+                _exact_quantized_layer(residual_length=2),
                 DynamicSlidingWindowLayer(sliding_window=MAX_CACHE_LEN),
                 StaticSlidingWindowLayer(max_cache_len=MAX_CACHE_LEN, sliding_window=WINDOW),
             ]
