@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import BuiltinScope, GlobalScope, MetadataWrapper, ScopeProvider
 
+from ..codemod import CODEMODS_NAME, CodemodError, rewrite_method
+
 
 UPSTREAM_PACKAGE = "transformers"
 # Names every module binds without an assignment
@@ -274,6 +276,7 @@ class OverlayModule:
     imports: dict[str, ImportBinding]
     helpers: list[tuple[list[str], cst.BaseStatement]]
     classes: dict[str, list[cst.FunctionDef]]
+    codemods: dict[str, tuple[str, str]] = field(default_factory=dict)  # "Class.method" -> (old, new): see `codemod`
 
     @property
     def module_name(self) -> str:
@@ -294,7 +297,7 @@ class OverlayModule:
 
 def parse_overlay(source: str, path: str) -> OverlayModule:
     module = cst.parse_module(source)
-    problems, imports, helpers, classes = [], {}, [], {}
+    problems, imports, helpers, classes, codemods = [], {}, [], {}, {}
     for index, statement in enumerate(module.body):
         if index == 0 and _is_docstring(statement):
             continue
@@ -329,13 +332,16 @@ def parse_overlay(source: str, path: str) -> OverlayModule:
             classes[statement.name.value] = methods
             continue
         names = statement_names(statement)
+        if names == [CODEMODS_NAME]:
+            codemods = ast.literal_eval(_code(statement.body[0].value))
+            continue
         if not names:
             problems.append(f"top-level statement `{_code(statement)[:60]}` binds no name: cannot transplant it")
             continue
         helpers.append((names, statement))
     if problems:
         raise TransplantError(problems, f"overlay {path}")
-    return OverlayModule(path, imports, helpers, classes)
+    return OverlayModule(path, imports, helpers, classes, codemods)
 
 
 def _is_docstring(statement: cst.CSTNode) -> bool:
@@ -418,6 +424,13 @@ def check_base(
                     f"{label} is added by the fix but already exists in the base (if the fix replaces it, record its "
                     "fingerprint in cache_crop_fix/targets/<target>.py)"
                 )
+    for label in overlay.codemods:
+        qualname = f"{module_name}.{label}"
+        if found.get(qualname) not in set(fingerprints.get(qualname, ())):
+            problems.append(
+                f"{path}: `{label}` (changed by a codemod) is missing from the base or differs from the source the fix "
+                f"was written for (fingerprint {found.get(qualname)})"
+            )
     for name in overlay.helper_names:
         if name in bindings:
             problems.append(f"{path}: helper `{name}` is added by the fix but the base already defines it")
@@ -548,6 +561,20 @@ def transplant(
             module_name,
         )
     result.source = module.code
+    for label, (old, new) in overlay.codemods.items():
+        class_name = label.split(".")[0]
+        if class_name not in class_indices:
+            if allow_missing_classes:
+                result.skipped_classes.append(class_name)
+                continue
+            raise TransplantError([f"class `{class_name}` is missing from the target"], module_name)
+        try:
+            rewritten = rewrite_method(result.source, label, old, new)
+        except CodemodError as error:
+            raise TransplantError([str(error)], module_name) from error
+        if rewritten != result.source:
+            result.source = rewritten
+            result.replaced.append(label)
     return result
 
 

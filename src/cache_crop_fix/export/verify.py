@@ -32,7 +32,7 @@ from .shell import ExportError, git, run
 
 
 # The packages of the verification venv, at the versions of this environment
-VENV_PACKAGES = ("torch", "pytest", "parameterized", "numpy", "optimum-quanto", "hqq", "setuptools", "wheel")
+VENV_PACKAGES = ("torch", "pytest", "parameterized", "numpy", "optimum-quanto", "hqq", "setuptools")
 
 # Runs in the verification venv: the seed issue's reproduction, then the tests, in one process
 _DRIVER = """\
@@ -113,7 +113,10 @@ class VerifyReport:
 
 
 def _requirement(name: str) -> str:
-    return f"{name}=={metadata.version(name).split('+')[0]}"
+    try:
+        return f"{name}=={metadata.version(name).split('+')[0]}"
+    except metadata.PackageNotFoundError:
+        return name
 
 
 def ensure_venv(venv: Path, log: Callable[[str], None]) -> Path:
