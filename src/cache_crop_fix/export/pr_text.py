@@ -55,10 +55,10 @@ def pr_text(
         + (f", on top of `{previous}` (review that one first)." if previous else ".")
         + (f" Fixes #{ISSUE}." if plan.number == 1 else "")
     )
-    lines = [f"# {plan.step.title}", "", "## What does this PR do?", "", plan.step.summary, "", position, ""]
+    lines = [f"# {plan.step.title}", "", "## What does this PR do?", plan.step.summary, "", position, ""]
     if plan.step.behaviour_changes:
-        lines += ["## Behaviour changes", "", *(f"- {change}" for change in plan.step.behaviour_changes), ""]
-    lines += ["## Tests", ""]
+        lines += ["## Behaviour changes", *(f"- {change}" for change in plan.step.behaviour_changes), ""]
+    lines += ["## Tests"]
     classes = ", ".join(f"`{name}`" for name in plan.test_classes)
     lines.append(f"- New in `{'`, `'.join(sorted(plan.tests))}`: {classes}.")
     details = []
@@ -96,15 +96,12 @@ def pr_text(
             "- Built on the PyPI sdist, which has no `tests/utils/`: this branch and its patch are for `pip install`. "
             "The pull request is made from an export on a transformers checkout (`--repo`)."
         )
-    lines += ["", *details, "## Related", "", RELATED, ""]
+    lines += ["", *details, "## Related", RELATED, ""]
     lines += [
         "## Code Agent Policy",
-        "",
-        "<!-- For the person who opens this PR: upstream asks to confirm this and to write the description. -->",
         AI_CHECKBOX,
         "",
         "## Who can review?",
-        "",
         f"cache / generate: {REVIEWERS}",
         "",
     ]
@@ -118,12 +115,12 @@ def _ruff(ruff: RuffReport) -> str:
 
 
 def lines_outside_details(text: str) -> int:
-    """The lines a reviewer reads before unfolding anything."""
+    """The lines a reviewer reads before unfolding anything (blank lines included)."""
     count, folded = 0, False
     for line in text.splitlines():
         if line.startswith("<details"):
             folded = True
-        if not folded and line.strip():
+        if not folded:
             count += 1
         if line.startswith("</details>"):
             folded = False

@@ -98,7 +98,7 @@ STEPS = (
         "step4_static",
         "4-static",
         "Support `crop` on static cache layers",
-        tests=("StaticLayersCropTest", "StaticSlidingWindowLayerCropTest"),
+        tests=("StaticLayersCropTest", "StaticSlidingWindowLayerCropTest", "StaticHybridLayersCropTest"),
         summary=(
             "Static layers had no `crop`. They now crop by rewinding their write position in place (freed slots are "
             "zeroed, tensor addresses are kept for compiled graphs). Unlike #45745 and #44893, which reviewers "
@@ -113,7 +113,7 @@ STEPS = (
         "step5_quantized",
         "5-quantized",
         "Crop both parts of quantized cache layers",
-        tests=("QuantizedLayerCropTest", "QuantizedBackendsCropTest"),
+        tests=("QuantizedLayerCropTest", "QuantizedBackendsCropTest", "MixedLayersCropAtomicityTest"),
         summary=(
             "`QuantizedLayer` inherited `DynamicLayer.crop`, which only slices the residual (original precision) "
             "part: tokens in the quantized part and `cumulative_length` stayed. Its `crop` now crops both parts. A "

@@ -864,9 +864,6 @@ class LinearAttentionLayerCropTest(CropTestMixin, unittest.TestCase):
             self.assertLinearLayerReset(layer)
 
 
-HYBRID_LAYERS = ["full", "sliding", "static_full", "static_sliding"]
-
-
 def _hybrid_layer(name):
     if name == "full":
         return LinearAttentionAndFullAttentionLayer()
@@ -886,9 +883,8 @@ def _hybrid_cache(name, record_past=True):
     return cache
 
 
-@require_torch
-class HybridLayersCropTest(CropTestMixin, unittest.TestCase):
-    """Layers holding both linear attention and attention states crop both parts, or neither."""
+class HybridCropChecks(CropTestMixin):
+    """The checks of the hybrid layer tests, for the hybrid layer `name` (see `_hybrid_layer`)."""
 
     def assertSameAsFresh(self, cache, name, num_tokens, linear="conv"):
         """Both parts behave like those of a fresh layer that received `num_tokens` tokens, now and after an update."""
@@ -911,35 +907,30 @@ class HybridLayersCropTest(CropTestMixin, unittest.TestCase):
         self.assertEqual(layer.get_mask_sizes(1), reference_layer.get_mask_sizes(1))
         self.assertEqual(int(layer.get_seq_length()), num_tokens + 2)
 
-    @parameterized.expand([(name, *case) for name in HYBRID_LAYERS for case in CROP_CASES])
-    def test_conv_only_hybrid_crops_both_parts(self, name, argument, expected_length):
+    def check_conv_only_hybrid_crops_both_parts(self, name, argument, expected_length):
         cache = _hybrid_cache(name)
         _feed(cache, 0, 3)
         _crop_quietly(cache, argument)
         self.assertSameAsFresh(cache, name, expected_length)
 
-    @parameterized.expand([(name, *case) for name in HYBRID_LAYERS for case in PARTIAL_CROPS])
-    def test_partial_crop_with_recurrent_states_changes_neither_part(self, name, argument):
+    def check_partial_crop_with_recurrent_states_changes_neither_part(self, name, argument):
         cache = _hybrid_cache(name)
         _feed(cache, 0, 3, "conv+recurrent")
         self.assertRefusedAtomically(cache, argument, RuntimeError, type(cache.layers[0]).__name__)
 
-    @parameterized.expand([(name, *case) for name in HYBRID_LAYERS for case in PARTIAL_CROPS])
-    def test_partial_crop_without_recorded_past_changes_neither_part(self, name, argument):
+    def check_partial_crop_without_recorded_past_changes_neither_part(self, name, argument):
         cache = _hybrid_cache(name, record_past=False)
         _feed(cache, 0, 3)
         self.assertRefusedAtomically(cache, argument, RuntimeError, "activate_past_recording")
 
-    @parameterized.expand([(name, *case) for name in HYBRID_LAYERS for case in FULL_ROLLBACKS])
-    def test_full_rollback_with_recurrent_states_resets_both_parts(self, name, argument):
+    def check_full_rollback_with_recurrent_states_resets_both_parts(self, name, argument):
         cache = _hybrid_cache(name)
         _feed(cache, 0, 3, "conv+recurrent")
         _crop_quietly(cache, argument)
         self.assertEqual(cache.layers[0].recurrent_states[0].abs().sum().item(), 0)
         self.assertSameAsFresh(cache, name, 0, "conv+recurrent")
 
-    @parameterized.expand([(name,) for name in ("sliding", "static_sliding")])
-    def test_beyond_the_window_only_full_rollback(self, name):
+    def check_beyond_the_window_only_full_rollback(self, name):
         cache = _hybrid_cache(name)
         for start in range(6):
             _feed(cache, start, 1)
@@ -947,6 +938,54 @@ class HybridLayersCropTest(CropTestMixin, unittest.TestCase):
         self.assertRefusedAtomically(cache, -1, ValueError, "crop(-cache.get_seq_length())")
         cache.crop(-6)
         self.assertSameAsFresh(cache, name, 0)
+
+
+@require_torch
+class HybridLayersCropTest(HybridCropChecks, unittest.TestCase):
+    """Layers holding linear attention and dynamic attention states crop both parts, or neither."""
+
+    @parameterized.expand([(name, *case) for name in ("full", "sliding") for case in CROP_CASES])
+    def test_conv_only_hybrid_crops_both_parts(self, name, argument, expected_length):
+        self.check_conv_only_hybrid_crops_both_parts(name, argument, expected_length)
+
+    @parameterized.expand([(name, *case) for name in ("full", "sliding") for case in PARTIAL_CROPS])
+    def test_partial_crop_with_recurrent_states_changes_neither_part(self, name, argument):
+        self.check_partial_crop_with_recurrent_states_changes_neither_part(name, argument)
+
+    @parameterized.expand([(name, *case) for name in ("full", "sliding") for case in PARTIAL_CROPS])
+    def test_partial_crop_without_recorded_past_changes_neither_part(self, name, argument):
+        self.check_partial_crop_without_recorded_past_changes_neither_part(name, argument)
+
+    @parameterized.expand([(name, *case) for name in ("full", "sliding") for case in FULL_ROLLBACKS])
+    def test_full_rollback_with_recurrent_states_resets_both_parts(self, name, argument):
+        self.check_full_rollback_with_recurrent_states_resets_both_parts(name, argument)
+
+    def test_beyond_the_window_only_full_rollback(self):
+        self.check_beyond_the_window_only_full_rollback("sliding")
+
+
+@require_torch
+class StaticHybridLayersCropTest(HybridCropChecks, unittest.TestCase):
+    """Layers holding linear attention and static attention states crop both parts, or neither."""
+
+    @parameterized.expand([(name, *case) for name in ("static_full", "static_sliding") for case in CROP_CASES])
+    def test_conv_only_hybrid_crops_both_parts(self, name, argument, expected_length):
+        self.check_conv_only_hybrid_crops_both_parts(name, argument, expected_length)
+
+    @parameterized.expand([(name, *case) for name in ("static_full", "static_sliding") for case in PARTIAL_CROPS])
+    def test_partial_crop_with_recurrent_states_changes_neither_part(self, name, argument):
+        self.check_partial_crop_with_recurrent_states_changes_neither_part(name, argument)
+
+    @parameterized.expand([(name, *case) for name in ("static_full", "static_sliding") for case in PARTIAL_CROPS])
+    def test_partial_crop_without_recorded_past_changes_neither_part(self, name, argument):
+        self.check_partial_crop_without_recorded_past_changes_neither_part(name, argument)
+
+    @parameterized.expand([(name, *case) for name in ("static_full", "static_sliding") for case in FULL_ROLLBACKS])
+    def test_full_rollback_with_recurrent_states_resets_both_parts(self, name, argument):
+        self.check_full_rollback_with_recurrent_states_resets_both_parts(name, argument)
+
+    def test_beyond_the_window_only_full_rollback(self):
+        self.check_beyond_the_window_only_full_rollback("static_sliding")
 
 
 @require_torch
@@ -1087,12 +1126,40 @@ class CropAtomicityTest(CropTestMixin, unittest.TestCase):
 
     @parameterized.expand(
         [
+            ("hybrid_then_dynamic", lambda: [LinearAttentionAndFullAttentionLayer(), DynamicLayer()]),
+            (
+                "dynamic_then_linear",
+                lambda: [DynamicLayer(), DynamicSlidingWindowLayer(MAX_CACHE_LEN), LinearAttentionLayer()],
+            ),
+        ]
+    )
+    def test_recurrent_states_refuse_for_every_layer(self, _, make_layers):
+        cache = Cache(layers=make_layers())
+        cache.activate_past_recording()
+        _feed(cache, 0, 3, "conv+recurrent")
+        self.assertRefusedAtomically(cache, -1, RuntimeError, "crop(-cache.get_seq_length())")
+        # A full rollback works on all of them, and the next update lands right everywhere
+        cache.crop(-3)
+        _feed(cache, 0, 2, "conv+recurrent")
+        self.assertEqual(cache.get_seq_length(), 2)
+        for layer in cache.layers:
+            if not isinstance(layer, LinearAttentionLayer) or isinstance(layer, DynamicLayer):
+                self.assertEqual(int(layer.get_seq_length()), 2)
+            if isinstance(layer, LinearAttentionLayer):
+                self.assertEqual(layer.recurrent_states[0].max().item(), 2)
+
+
+@require_torch
+class MixedLayersCropAtomicityTest(CropTestMixin, unittest.TestCase):
+    """The same with static and quantized layers in the cache: they are checked before anything changes too."""
+
+    @parameterized.expand(
+        [
             ("static_then_hybrid", lambda: [StaticLayer(MAX_CACHE_LEN), LinearAttentionAndFullAttentionLayer()]),
             (
                 "quantized_then_hybrid",
                 lambda: [_exact_quantized_layer(residual_length=2), LinearAttentionAndFullAttentionLayer()],
             ),
-            ("hybrid_then_dynamic", lambda: [LinearAttentionAndFullAttentionLayer(), DynamicLayer()]),
             ("dynamic_then_linear", lambda: [DynamicLayer(), StaticLayer(MAX_CACHE_LEN), LinearAttentionLayer()]),
         ]
     )
