@@ -240,13 +240,19 @@ def verify_stack(
         _archive(repo, base.commit, ["src/transformers"], base_dir / "tree")
         (base_dir / "commit").write_text(base.commit)
     sites = [base_dir / "tree" / "src"]
+    # Installed wheels are kept next to the venv, by commit: the commits are reproducible, so another export of the
+    # same stack (e.g. the end-to-end test, in another build folder) reuses them
+    wheel_cache = venv.parent / f"{venv.name}-wheels"
     for plan, commit in zip(plans, commits):
         log(f"building and installing the wheel of {commit.branch}")
-        sites.append(_install_step(python, repo, commit.commit, work_dir / commit.branch, log))
+        sites.append(_install_step(python, repo, commit.commit, wheel_cache / commit.commit[:16], log))
     _ensure_dependencies(python, sites[-1], venv)
 
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
     env.update(PYTHONNOUSERSITE="1", PYTHONDONTWRITEBYTECODE="1", TRANSFORMERS_NO_ADVISORY_WARNINGS="1")
+    # optimum-quanto compiles its CPU kernels on first use: in a folder of this venv, built once and not shared with
+    # (nor rebuilt because of) other torch installations
+    env["TORCH_EXTENSIONS_DIR"] = str(venv / "torch-extensions")
     runs = []
     for index, (plan, commit) in enumerate(zip(plans, commits)):
         step_dir = work_dir / commit.branch
