@@ -90,7 +90,10 @@ def pr_text(
     else:
         lines.append("- Not verified in this export (`--no-verify`).")
     lines.append(f"- `ruff check` and `ruff format --check` with the repository's settings: {_ruff(ruff)}.")
-    lines.append(f"- `pytest {' '.join(sorted(plan.tests))}`")
+    own = [
+        f"{path}::{name}" for path, names in sorted(plan.tests.items()) for name in names if name in plan.test_classes
+    ]
+    lines.append(f"- `pytest {' '.join(own)}`")
     if base.is_sdist:
         lines.append(
             "- Built on the PyPI sdist, which has no `tests/utils/`: this branch and its patch are for `pip install`. "
