@@ -131,7 +131,24 @@ def ensure_venv(venv: Path, log: Callable[[str], None]) -> Path:
     log(f"installing {' '.join(requirements)} into it")
     run([python, "-m", "pip", "install", "--quiet", *requirements])
     marker.write_text("\n".join(requirements))
+    _build_quanto_kernels(python, venv, log)
     return python
+
+
+_QUANTO_KERNELS = "from optimum.quanto.library.extensions.cpp import ext; print(ext.build_directory); ext.lib"
+
+
+def _build_quanto_kernels(python: Path, venv: Path, log: Callable[[str], None]) -> None:
+    """optimum-quanto compiles its CPU kernels on first use, in its own folder of the venv, behind a lock file: done
+    once here, so that the parallel test runs do not wait on each other (or forever, on the lock of a build that was
+    interrupted)."""
+    log("building optimum-quanto's CPU kernels in the verification venv")
+    found = run([python, "-c", _QUANTO_KERNELS.split("; ext.lib")[0]], check=False)
+    if found.returncode == 0:
+        (Path(found.stdout.strip()) / "lock").unlink(missing_ok=True)  # only this export uses this venv now
+    built = run([python, "-c", _QUANTO_KERNELS], check=False)
+    if built.returncode != 0:
+        log(f"could not build optimum-quanto's kernels (its tests will fail): {built.stderr.strip()[-300:]}")
 
 
 def _archive(repo: Path, commit: str, paths: Sequence[str], destination: Path) -> None:
@@ -250,9 +267,6 @@ def verify_stack(
 
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
     env.update(PYTHONNOUSERSITE="1", PYTHONDONTWRITEBYTECODE="1", TRANSFORMERS_NO_ADVISORY_WARNINGS="1")
-    # optimum-quanto compiles its CPU kernels on first use: in a folder of this venv, built once and not shared with
-    # (nor rebuilt because of) other torch installations
-    env["TORCH_EXTENSIONS_DIR"] = str(venv / "torch-extensions")
     runs = []
     for index, (plan, commit) in enumerate(zip(plans, commits)):
         step_dir = work_dir / commit.branch
