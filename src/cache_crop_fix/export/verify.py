@@ -131,6 +131,8 @@ def ensure_venv(venv: Path, log: Callable[[str], None]) -> Path:
     log(f"installing {' '.join(requirements)} into it")
     run([python, "-m", "pip", "install", "--quiet", *requirements])
     marker.write_text("\n".join(requirements))
+    # Installing them may have changed transformers' own dependencies (optimum-quanto pulls in a transformers)
+    (venv / _DEPENDENCIES_MARKER).unlink(missing_ok=True)
     _build_quanto_kernels(python, venv, log)
     return python
 
@@ -181,9 +183,12 @@ def _install_step(python: Path, repo: Path, commit: str, work_dir: Path, log: Ca
     return site
 
 
+_DEPENDENCIES_MARKER = ".cache-crop-fix-transformers-dependencies"
+
+
 def _ensure_dependencies(python: Path, site: Path, venv: Path) -> None:
     """transformers' own dependencies (huggingface-hub, tokenizers, ...), from the top step's wheel metadata."""
-    marker = venv / ".cache-crop-fix-transformers-dependencies"
+    marker = venv / _DEPENDENCIES_MARKER
     dist_info = next(site.glob("transformers-*.dist-info"))
     requires = [
         line.split(":", 1)[1].strip()
