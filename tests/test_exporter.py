@@ -577,7 +577,7 @@ def test_export_writes_a_patch_and_a_short_pr_text_per_step(synthetic):
     assert "Fixes #47433." in report.steps[0].pr.read_text() and "on top of `fix-cache-crop-1-toy`" in (
         report.steps[1].pr.read_text()
     )
-    assert "## Behaviour changes\n\n- It refuses." in report.steps[1].pr.read_text()
+    assert "## Behaviour changes\n- It refuses." in report.steps[1].pr.read_text()
     assert "+import operator" in report.steps[0].commit.patch.read_text()
     assert report.series.read_text().count("Subject: [PATCH") == 2
 
