@@ -567,7 +567,7 @@ def test_export_writes_a_patch_and_a_short_pr_text_per_step(synthetic):
         patch = step.commit.patch.read_text()
         assert patch.startswith(f"From {step.commit.commit} ")
         text = step.pr.read_text()
-        assert text.startswith(f"# {step.plan.step.title}\n\n## What does this PR do?")
+        assert text.startswith(f"# {step.plan.step.title}\n## What does this PR do?")
         assert step.pr_lines <= 40 and lines_outside_details(text) == step.pr_lines
         # No tool markers; the AI-disclosure checkbox is left for the person who opens the PR
         assert "<!-- BEGIN" not in text and "TODO" not in text and "cache_crop_fix" not in text

@@ -55,12 +55,15 @@ def pr_text(
         + (f", on top of `{previous}` (review that one first)." if previous else ".")
         + (f" Fixes #{ISSUE}." if plan.number == 1 else "")
     )
-    lines = [f"# {plan.step.title}", "", "## What does this PR do?", plan.step.summary, "", position, ""]
+    lines = [f"# {plan.step.title}", "## What does this PR do?", plan.step.summary, position, ""]
     if plan.step.behaviour_changes:
         lines += ["## Behaviour changes", *(f"- {change}" for change in plan.step.behaviour_changes), ""]
     lines += ["## Tests"]
+    own = [
+        f"{path}::{name}" for path, names in sorted(plan.tests.items()) for name in names if name in plan.test_classes
+    ]
     classes = ", ".join(f"`{name}`" for name in plan.test_classes)
-    lines.append(f"- New in `{'`, `'.join(sorted(plan.tests))}`: {classes}.")
+    lines.append(f"- New in `{'`, `'.join(sorted(plan.tests))}`: {classes} (`pytest {' '.join(own)}`).")
     details = []
     if verification is not None:
         against = "the unpatched base" if plan.number == 1 else f"`{previous}`"
@@ -90,10 +93,6 @@ def pr_text(
     else:
         lines.append("- Not verified in this export (`--no-verify`).")
     lines.append(f"- `ruff check` and `ruff format --check` with the repository's settings: {_ruff(ruff)}.")
-    own = [
-        f"{path}::{name}" for path, names in sorted(plan.tests.items()) for name in names if name in plan.test_classes
-    ]
-    lines.append(f"- `pytest {' '.join(own)}`")
     if base.is_sdist:
         lines.append(
             "- Built on the PyPI sdist, which has no `tests/utils/`: this branch and its patch are for `pip install`. "

@@ -12,7 +12,6 @@ REPRODUCTION = """\
 ```python
 import torch
 from transformers import DynamicCache
-
 key = torch.arange(3, dtype=torch.float32).reshape(1, 1, 3, 1)
 for argument in (0, -5):
     cache = DynamicCache()
