@@ -65,7 +65,7 @@ style: $(STAMP)
 clean:
 	rm -rf build dist .pytest_cache .ruff_cache .hypothesis .nox
 
-# The upstream-style branch `fix-cache-crop` of transformers 5.14.1 with the fix, its patch and PR description
+# The fix as a stack of upstream-style pull requests on transformers 5.14.1 (a branch, patch and PR text per step)
 branch: $(STAMP)
 	$(PY) utils/export_upstream_branch.py
 

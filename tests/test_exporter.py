@@ -1,7 +1,8 @@
-"""Tests of the fork-branch exporter: the libcst transplant on small synthetic sources, golden diffs, an export into a
-synthetic transformers repository (git, ruff, idempotence, refusals), and one end-to-end run of the default path.
+"""Tests of the exporter (`cache_crop_fix.export`): the libcst transplant on small synthetic sources, golden diffs, a
+stack exported into a synthetic transformers repository (git, ruff, minimality, idempotence, refusals, a base that
+already has upstream's test file), and one end-to-end run of the default path.
 
-The end-to-end test downloads the transformers 5.14.1 sdist, builds the branch, a wheel from it, and runs the exported
+The end-to-end test downloads the transformers 5.14.1 sdist, builds the stack, a wheel per step, and runs the exported
 tests in an isolated venv: set `CACHE_CROP_FIX_SKIP_E2E=1` to skip it (or deselect it with `-k "not end_to_end"`).
 """
 
@@ -15,16 +16,23 @@ import libcst as cst
 import pytest
 
 import transformers.cache_utils
-from cache_crop_fix import exporter, patcher
-from cache_crop_fix.transplant import (
+from cache_crop_fix import export as exporter
+from cache_crop_fix import patcher
+from cache_crop_fix.export import plan
+from cache_crop_fix.export.format import check_minimal
+from cache_crop_fix.export.pr_text import lines_outside_details
+from cache_crop_fix.export.transplant import (
+    FileChange,
     TransplantError,
     changed_units,
     check_base,
     merge_test_module,
     method_fingerprints,
     parse_overlay,
+    restrict_test_module,
     transplant,
 )
+from cache_crop_fix.targets import Step, Target, get_target
 
 
 FIXTURES = Path(__file__).parent / "fixtures" / "exporter"
@@ -303,7 +311,10 @@ def test_test_merge_reuses_the_guard_block_without_duplicate_imports():
 
 def test_test_merge_creates_the_file_when_absent_and_is_idempotent():
     created = merge_test_module(None, OUR_TESTS)
-    assert created.created and created.source == OUR_TESTS
+    # Our header (the license), then the imports the classes need, then the classes (ruff sorts the imports later)
+    assert created.created and created.source.startswith("# Copyright 2026 Our Team. All rights reserved.\n\n")
+    assert created.classes == ["CropTest"] and "if is_torch_available():" in created.source
+    assert merge_test_module(created.source, OUR_TESTS).source == created.source
     once = merge_test_module(UPSTREAM_TESTS, OUR_TESTS).source
     assert merge_test_module(once, OUR_TESTS).source == once
 
@@ -390,10 +401,22 @@ def _write(root, files):
         (root / path).write_text(content)
 
 
+V5_14 = get_target("v5_14")
+
+
+def _toy_target(fingerprints):
+    steps = (
+        Step("step1", "1-toy", "Fix the toy crop", tests=("CropTest",), summary="Fixes the toy crop."),
+        Step("step2", "2-model", "Refuse crops of the toy model cache", behaviour_changes=("It refuses.",)),
+    )
+    return Target("v5_14", "toy", ">=5.14.0,<5.15", "5.14.1", steps, fingerprints)
+
+
 @pytest.fixture
 def synthetic(tmp_path):
-    """A transformers-like git repository, an overlay for it, and a project with an upstream-style test file."""
-    repo, overlay_dir, project = tmp_path / "transformers", tmp_path / "overlay", tmp_path / "project"
+    """A transformers-like git repository, a two-step target for it, and a project with an upstream-style test file."""
+    repo, project = tmp_path / "transformers", tmp_path / "project"
+    overlay_dirs = [tmp_path / "overlay" / "step1", tmp_path / "overlay" / "step2"]
     _write(
         repo,
         {
@@ -406,45 +429,55 @@ def synthetic(tmp_path):
         },
     )
     _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "config", "user.name", "A Contributor")
+    _git(repo, "config", "user.email", "contributor@example.com")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "base")
-    _write(overlay_dir, {"toy_cache.py": OVERLAY_SOURCE, "models/toy/modeling_toy.py": MODEL_OVERLAY})
+    _write(overlay_dirs[0], {"toy_cache.py": OVERLAY_SOURCE})
+    _write(overlay_dirs[1], {"models/toy/modeling_toy.py": MODEL_OVERLAY})
     _write(project, {"tests/v5_14/utils/test_cache_utils.py": OUR_TESTS, "tests/test_not_exported.py": "x = 1\n"})
     fingerprints = {
         **_fingerprints(),
         **_fingerprints(MODELING, "transformers.models.toy.modeling_toy", ["ToyModelCache.crop"]),
     }
+    target = _toy_target(fingerprints)
 
     def export(**kwargs):
         options = {
+            "target": target,
             "repo": repo,
             "build_dir": tmp_path / "build",
             "dist_dir": tmp_path / "dist",
             "project_root": project,
             "run_verify": False,
             "log": lambda message: None,
-            "overlay_dir": overlay_dir,
-            "fingerprints": fingerprints,
+            "overlay_dirs": overlay_dirs,
         }
         return exporter.export(**{**options, **kwargs})
 
-    return repo, overlay_dir, project, export
+    return repo, overlay_dirs, project, export
 
 
-def test_export_commits_one_minimal_ruff_clean_commit(synthetic):
+def test_export_commits_a_stack_of_minimal_ruff_clean_commits(synthetic):
     repo, _, _, export = synthetic
     report = export()
     base = _git(repo, "rev-parse", "main")
-    assert report.created and report.base_commit == base
-    assert _git(repo, "rev-parse", f"{exporter.BRANCH}~1") == base  # one commit on top of the base
-    assert _git(repo, "diff", "--name-only", base, exporter.BRANCH).split() == [
-        "src/transformers/models/toy/modeling_toy.py",
-        "src/transformers/models/toy/modular_toy.py",
+    assert report.base.commit == base and [step.commit.created for step in report.steps] == [True, True]
+    first, second = "fix-cache-crop-1-toy", "fix-cache-crop-2-model"
+    assert _git(repo, "rev-parse", f"{first}~1") == base
+    assert _git(repo, "rev-parse", f"{second}~1") == _git(repo, "rev-parse", first)
+    assert _git(repo, "rev-parse", exporter.BRANCH) == _git(repo, "rev-parse", second)  # the top of the stack
+    # Each step touches only what it owns
+    assert _git(repo, "diff", "--name-only", base, first).split() == [
         "src/transformers/toy_cache.py",
         "tests/utils/test_cache_utils.py",
     ]
-    assert report.ruff.ok and report.ruff.upstream_pin == "0.14.10" and report.ruff.skipped == []
-    cache_utils = _git(repo, "show", f"{exporter.BRANCH}:src/transformers/toy_cache.py")
+    assert _git(repo, "diff", "--name-only", first, second).split() == [
+        "src/transformers/models/toy/modeling_toy.py",
+        "src/transformers/models/toy/modular_toy.py",
+    ]
+    assert all(step.ruff.ok and step.ruff.upstream_pin == "0.14.10" for step in report.steps)
+    cache_utils = _git(repo, "show", f"{first}:src/transformers/toy_cache.py")
     # ruff's isort put the new imports in their section; the rest of the import block is untouched
     assert cache_utils.startswith('# Copyright 2026 The Toy Authors. All rights reserved.\n"""A toy cache module')
     assert "import operator\nimport warnings\nfrom abc import ABC\nfrom typing import TYPE_CHECKING\n" in cache_utils
@@ -456,54 +489,137 @@ def test_export_commits_one_minimal_ruff_clean_commit(synthetic):
         "imports",
     }
     # The modular file and the generated modeling file get the same method
-    modeling = _git(repo, "show", f"{exporter.BRANCH}:src/transformers/models/toy/modeling_toy.py")
-    modular = _git(repo, "show", f"{exporter.BRANCH}:src/transformers/models/toy/modular_toy.py")
+    modeling = _git(repo, "show", f"{second}:src/transformers/models/toy/modeling_toy.py")
+    modular = _git(repo, "show", f"{second}:src/transformers/models/toy/modular_toy.py")
     assert _method(modeling, "ToyModelCache", "crop") == _method(modular, "ToyModelCache", "crop")
     assert "cannot be rolled back" in _method(modular, "ToyModelCache", "crop")
-    assert _git(repo, "show", f"{exporter.BRANCH}:tests/utils/test_cache_utils.py") + "\n" == OUR_TESTS
-    message = _git(repo, "log", "-1", "--format=%B", exporter.BRANCH)
-    assert message.startswith(exporter.COMMIT_TITLE) and f"Fixes #{exporter.ISSUE}" in message
+    # The sdist-like base has no test file: it is created, with our header
+    tests = _git(repo, "show", f"{first}:tests/utils/test_cache_utils.py")
+    assert tests.startswith("# Copyright 2026 Our Team.") and "class CropTest(unittest.TestCase):" in tests
+    message = _git(repo, "log", "-1", "--format=%B", first)
+    assert (
+        message.startswith("Fix the toy crop\n\nFixes the toy crop.")
+        and "Part 1 of 2 of the fix for #47433" in message
+    )
+    # The contributor's identity, from git config
+    assert _git(repo, "log", "-1", "--format=%an <%ae>", second) == "A Contributor <contributor@example.com>"
     # The work tree of a contributor's checkout is left alone
     assert _git(repo, "rev-parse", "--abbrev-ref", "HEAD") == "main" and _git(repo, "status", "--porcelain") == ""
 
 
-def test_export_writes_the_patch_and_the_pr_description(synthetic, tmp_path):
-    _, _, project, export = synthetic
+def test_export_into_a_checkout_that_has_upstreams_test_file(synthetic):
+    # The blocker of issue 10: with upstream's tests/utils/test_cache_utils.py in the base, the minimality check
+    # refused the export (it compared `class X`, `X.method`, `A, B` with bare names)
+    repo, _, _, export = synthetic
+    _write(repo, {"tests/utils/test_cache_utils.py": UPSTREAM_TESTS})
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "upstream tests")
+    base = _git(repo, "rev-parse", "main")
     report = export()
-    patch = report.patch.read_text()
-    assert patch.startswith(f"From {report.commit} ") and "+import operator" in patch
-    pr = report.pr.read_text()
-    for expected in ("# What does this PR do?", "Fixes #47433", "### Migration note", "### How was this tested?"):
-        assert expected in pr
-    assert "TODO (audit table, issue 3)" in pr and "- [ ] I confirm that this is not a pure code agent PR." in pr
-    assert "  - replace `ToyLayer.crop`" in pr and "  - add helper `_as_int`" in pr
-    # Once the audit exists, its table goes in its marked place
-    _write(project, {exporter.AUDIT_DOC: "# Audit\n\n| layer | crop(0) |\n|---|---|\n| DynamicLayer | empties |\n"})
-    pr = export().pr.read_text()
-    start, end = pr.index("<!-- BEGIN AUDIT TABLE"), pr.index("<!-- END AUDIT TABLE -->")
-    assert "| DynamicLayer | empties |" in pr[start:end] and "TODO" not in pr[start:end]
+    first = report.steps[0].commit
+    merged = _git(repo, "show", f"{first.commit}:tests/utils/test_cache_utils.py")
+    # No upstream line is removed; our class comes after upstream's, our imports in upstream's guard block
+    diff = _git(repo, "diff", base, first.commit, "--", "tests/utils/test_cache_utils.py")
+    assert [line for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")] == []
+    assert (
+        merged.index("class CacheTest") < merged.index("class CropTest") < merged.index('if __name__ == "__main__":')
+    )
+    assert merged.count("if is_torch_available():") == 1
+    # The patches apply to the base, one after the other
+    _git(repo, "checkout", "-q", "--detach", base)
+    for step in report.steps:
+        _git(repo, "apply", "--check", "--index", str(step.commit.patch))
+        _git(repo, "apply", "--index", str(step.commit.patch))
+    _git(repo, "reset", "-q", "--hard", base)
+    _git(repo, "checkout", "-q", "main")
+
+
+def test_check_minimal_keys_test_units_like_changed_units():
+    merged = merge_test_module(UPSTREAM_TESTS, OUR_TESTS, "tests/utils/test_cache_utils.py")
+    change = FileChange("tests/utils/test_cache_utils.py", merged.source, UPSTREAM_TESTS, merged.units, is_test=True)
+    assert check_minimal({change.path: change}) == []
+    # An upstream class changed by mistake is reported
+    broken = merged.source.replace("Upstream's own tests stay as they are.", "Changed.")
+    change.source = broken
+    assert (
+        check_minimal({change.path: change})
+        == [
+            "tests/utils/test_cache_utils.py: unexpected changes to CacheTest: "
+            '"""Upstream\'s own tests stay as they are."""\n'
+        ]
+        or "CacheTest" in check_minimal({change.path: change})[0]
+    )
+
+
+def test_restrict_test_module_keeps_the_classes_and_what_they_use():
+    source = OUR_TESTS + "\n\nclass LaterTest(unittest.TestCase):\n    def test_later(self):\n        pass\n"
+    restricted = restrict_test_module(source, ["CropTest"])
+    assert "class CropTest" in restricted and "class LaterTest" not in restricted
+    assert "def _filled" in restricted and "CROP_CASES" in restricted
+    with pytest.raises(TransplantError, match="`MissingTest` is not defined"):
+        restrict_test_module(source, ["MissingTest"])
+
+
+def test_export_writes_a_patch_and_a_short_pr_text_per_step(synthetic):
+    _, _, _, export = synthetic
+    report = export()
+    for step in report.steps:
+        patch = step.commit.patch.read_text()
+        assert patch.startswith(f"From {step.commit.commit} ")
+        text = step.pr.read_text()
+        assert text.startswith(f"# {step.plan.step.title}\n## What does this PR do?")
+        assert step.pr_lines <= 40 and lines_outside_details(text) == step.pr_lines
+        # No tool markers; the AI-disclosure checkbox is left for the person who opens the PR
+        assert "<!-- BEGIN" not in text and "TODO" not in text and "cache_crop_fix" not in text
+        assert "- [ ] I confirm that this is not a pure code agent PR." in text
+        for section in ("## Tests", "## Related", "#47977", "#47720"):
+            assert section in text
+    assert "Fixes #47433." in report.steps[0].pr.read_text() and "on top of `fix-cache-crop-1-toy`" in (
+        report.steps[1].pr.read_text()
+    )
+    assert "## Behaviour changes\n- It refuses." in report.steps[1].pr.read_text()
+    assert "+import operator" in report.steps[0].commit.patch.read_text()
+    assert report.series.read_text().count("Subject: [PATCH") == 2
 
 
 def test_export_again_changes_nothing(synthetic):
-    repo, overlay_dir, _, export = synthetic
+    repo, overlay_dirs, _, export = synthetic
     first = export()
-    patch = first.patch.read_bytes()
+    patches = [step.commit.patch.read_bytes() for step in first.steps]
     second = export()
-    assert not second.created and second.commit == first.commit
+    assert [step.commit.created for step in second.steps] == [False, False]
+    assert [step.commit.commit for step in second.steps] == [step.commit.commit for step in first.steps]
     assert _git(repo, "for-each-ref", "--format=%(refname)").split() == [
         "refs/heads/fix-cache-crop",
+        "refs/heads/fix-cache-crop-1-toy",
+        "refs/heads/fix-cache-crop-2-model",
         "refs/heads/main",
     ]
-    assert second.patch.read_bytes() == patch
-    # A contributor who checked the branch out and changed the overlay gets the branch (and work tree) rebuilt on
-    # the same base, still as a single commit
+    assert [step.commit.patch.read_bytes() for step in second.steps] == patches
+    # A contributor who checked the top out and changed the overlay of step 2 gets that step (and the work tree)
+    # rebuilt on the same step 1
     _git(repo, "checkout", "-q", exporter.BRANCH)
-    (overlay_dir / "models/toy/modeling_toy.py").write_text(MODEL_OVERLAY.replace("cannot be rolled back", "are gone"))
+    (overlay_dirs[1] / "models/toy/modeling_toy.py").write_text(
+        MODEL_OVERLAY.replace("cannot be rolled back", "are gone")
+    )
     third = export()
-    assert third.created and third.commit != first.commit and third.base_commit == first.base_commit
-    assert _git(repo, "rev-parse", f"{exporter.BRANCH}~1") == first.base_commit
+    assert [step.commit.created for step in third.steps] == [False, True]
+    assert third.base.commit == first.base.commit
     assert "are gone" in (repo / "src/transformers/models/toy/modular_toy.py").read_text()
     assert _git(repo, "status", "--porcelain") == ""
+
+
+def test_author_from_the_option_or_a_clear_placeholder(synthetic, monkeypatch, tmp_path):
+    repo, _, _, export = synthetic
+    report = export(author="Someone Else <someone@example.org>")
+    assert _git(repo, "log", "-1", "--format=%an <%ae>", exporter.BRANCH) == "Someone Else <someone@example.org>"
+    assert not report.author_is_placeholder
+    _git(repo, "config", "--unset", "user.name")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-global-config"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    report = export()
+    assert report.author_is_placeholder and "PLACEHOLDER" in exporter.summary(report)
+    assert _git(repo, "log", "-1", "--format=%an", exporter.BRANCH).startswith("Your Name (set git config user.name")
 
 
 def test_export_refuses_a_base_that_does_not_match(synthetic):
@@ -518,31 +634,49 @@ def test_export_refuses_a_base_that_does_not_match(synthetic):
     assert "the base is transformers 5.15.0, the fix is for >=5.14.0,<5.15" in message
     assert "`ToyCache.describe` is replaced by the fix but missing from the base" in message
     assert "nothing was exported" in message
-    assert _git(repo, "branch", "--list", exporter.BRANCH) == ""
+    assert _git(repo, "branch", "--list", "fix-cache-crop*") == ""
+
+
+def test_export_refuses_test_classes_that_no_step_owns(synthetic):
+    _, _, project, export = synthetic
+    _write(project, {"tests/v5_14/utils/test_cache_utils.py": OUR_TESTS + "\n\nclass OrphanTest:\n    pass\n"})
+    with pytest.raises(exporter.ExportError, match="`OrphanTest` belongs to 0 steps"):
+        export()
 
 
 def test_modular_counterpart_and_exported_test_files(tmp_path):
-    assert exporter.modular_counterpart("src/transformers/models/pi0/modeling_pi0.py") == (
+    assert plan.modular_counterpart("src/transformers/models/pi0/modeling_pi0.py") == (
         "src/transformers/models/pi0/modular_pi0.py"
     )
-    assert exporter.modular_counterpart("src/transformers/cache_utils.py") is None
+    assert plan.modular_counterpart("src/transformers/cache_utils.py") is None
     _write(
         tmp_path,
         {"tests/v5_14/utils/test_a.py": "", "tests/v5_14/test_b.py": "", "tests/v5_14/fixtures/x/test_c.py": ""},
     )
-    assert exporter.exported_test_files(tmp_path / "tests" / "v5_14") == ["tests/utils/test_a.py"]
+    assert plan.exported_test_files(tmp_path / "tests" / "v5_14") == ["tests/utils/test_a.py"]
 
 
 def test_the_real_overlay_fits_the_installed_release():
     # The installed transformers is the 5.14.1 wheel, which holds the same files as the sdist
     root = Path(transformers.cache_utils.__file__).parent
-    for module in exporter.load_overlay():
-        source = (root / module.path).read_text()
-        assert check_base(source, module, exporter.UPSTREAM_FINGERPRINTS) == [], module.path
+    for step_dir in plan.step_dirs(V5_14):
+        for module in plan.load_overlay(step_dir):
+            source = (root / module.path).read_text()
+            assert check_base(source, module, V5_14.fingerprints) == [], module.path
+
+
+def test_every_exported_test_class_belongs_to_one_step():
+    source = (exporter.PROJECT_ROOT / "tests" / "v5_14" / "utils" / "test_cache_utils.py").read_text()
+    from cache_crop_fix.export.transplant import test_classes
+
+    owned = [name for step in V5_14.steps for name in step.tests]
+    assert sorted(owned) == sorted(test_classes(source))
+    assert all(set(step.api_tests) <= set(step.tests) for step in V5_14.steps)
 
 
 # --------------------------------------------------------------------------------------------------------------------
-# End to end: the default path (PyPI sdist -> branch -> wheel -> isolated venv -> exported tests)
+# End to end: the default path (PyPI sdist -> stack -> a wheel per step -> isolated venv -> exported tests), then the
+# same stack exported with --repo into a checkout that already has upstream's test file
 
 
 @pytest.mark.skipif(os.environ.get("CACHE_CROP_FIX_SKIP_E2E") == "1", reason="CACHE_CROP_FIX_SKIP_E2E=1")
@@ -550,24 +684,62 @@ def test_end_to_end_default_path(tmp_path):
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     messages = []
-    # The verification venv is shared with `make branch` (it only holds torch, pytest, parameterized and the wheel)
+    # The verification venv is shared with `make branch`
     venv = exporter.PROJECT_ROOT / "build" / "verify-venv"
-    report = exporter.export(build_dir=tmp_path / "build", dist_dir=tmp_path / "dist", venv=venv, log=messages.append)
-    repo = tmp_path / "build" / f"transformers-{exporter.SDIST_VERSION}"
-    assert report.repo == repo and report.created
-    assert _git(repo, "log", "-1", "--format=%s", exporter.BASE_TAG) == exporter.BASE_MESSAGE
+    report = exporter.export(
+        target=V5_14, build_dir=tmp_path / "build", dist_dir=tmp_path / "dist", venv=venv, log=messages.append
+    )
+    repo = tmp_path / "build" / "v5_14" / "transformers-5.14.1"
+    assert report.base.repo == repo and all(step.commit.created for step in report.steps)
+    assert _git(repo, "log", "-1", "--format=%s", "v5.14.1") == "transformers v5.14.1 (PyPI sdist)"
     assert _git(repo, "rev-parse", "--abbrev-ref", "HEAD") == exporter.BRANCH
-    assert report.ruff.ok, report.ruff.describe()
-    verification = report.verification
-    assert verification.ok, verification.problems
-    assert (verification.smoke["branch"]["crop(0)"], verification.smoke["branch"]["crop(-5)"]) == (0, 0)
-    assert (verification.smoke["base"]["crop(0)"], verification.smoke["base"]["crop(-5)"]) == (3, 1)
-    assert not verification.smoke["branch"]["overlay_importable"]
-    # Tests of optional backends (hqq, quanto) may be skipped; none fails
-    assert set(verification.counts("branch")) <= {"passed", "skipped"} and verification.counts("branch")["passed"]
-    assert verification.counts("base").get("failed", 0) > 0
-    assert "| `DynamicLayersCropTest.test_crop_removes_or_keeps_the_right_tokens` |" in report.pr.read_text()
-    # Exporting again finds the branch up to date
-    again = exporter.export(build_dir=tmp_path / "build", dist_dir=tmp_path / "dist", run_verify=False, log=print)
-    assert not again.created and again.commit == report.commit
+    assert all(step.ruff.ok for step in report.steps)
+    assert report.verification.ok, [step.problems for step in report.verification.steps]
+    for step in report.verification.steps:
+        assert (step.smoke["step"]["crop(0)"], step.smoke["step"]["crop(-5)"]) == (0, 0)
+        assert not step.smoke["step"]["overlay_importable"]
+        # Every test passes with the step's wheel (the quantization backends are installed: nothing is skipped)
+        assert set(step.outcomes.values()) == {"passed"}
+    first = report.verification.steps[0]
+    assert (first.smoke["previous"]["crop(0)"], first.smoke["previous"]["crop(-5)"]) == (3, 1)
+    assert first.fail_before("behaviour")[0] > 0
+    assert "Built on the PyPI sdist" in report.steps[0].pr.read_text()
+    # Exporting again finds the stack up to date
+    again = exporter.export(target=V5_14, build_dir=tmp_path / "build", dist_dir=tmp_path / "dist", run_verify=False)
+    assert not any(step.commit.created for step in again.steps)
     assert _git(repo, "status", "--porcelain") == ""
+
+    # --repo: a checkout whose base already has upstream's tests/utils/test_cache_utils.py
+    checkout = tmp_path / "checkout"
+    subprocess.run(["git", "clone", "-q", "--branch", "v5.14.1", str(repo), str(checkout)], check=True)
+    _git(checkout, "checkout", "-q", "-b", "main")
+    _write(checkout, {"tests/utils/test_cache_utils.py": UPSTREAM_TESTS})
+    _git(checkout, "add", "-A")
+    _git(checkout, "commit", "-q", "-m", "upstream tests")
+    base = _git(checkout, "rev-parse", "HEAD")
+    report = exporter.export(
+        repo=checkout, build_dir=tmp_path / "build", dist_dir=tmp_path / "dist-repo", run_verify=False, log=print
+    )
+    assert report.target is V5_14 and report.base.commit == base and not report.base.is_sdist
+    assert all(step.ruff.ok for step in report.steps)
+    diff = _git(checkout, "diff", base, exporter.BRANCH, "--", "tests/utils/test_cache_utils.py")
+    assert [line for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")] == []
+    _git(checkout, "apply", "--check", str(report.series))
+
+
+def test_codemod_changes_one_statement_of_a_method():
+    overlay = _overlay(
+        'CODEMODS = {"ToyModel.forward": ("return cache", "cache.crop(-1)\\nreturn cache")}\n',
+        "models/toy/modeling_toy.py",
+    )
+    fingerprints = _fingerprints(MODELING, "transformers.models.toy.modeling_toy", ["ToyModel.forward"])
+    assert check_base(MODELING, overlay, fingerprints) == []
+    assert check_base(MODELING.replace("return cache", "return None"), overlay, fingerprints) != []
+    result = transplant(MODELING, overlay)
+    assert result.replaced == ["ToyModel.forward"]
+    diff = _diff(MODELING, result.source, "modeling_toy.py")
+    changed = [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+    assert changed == ["+        cache.crop(-1)"]
+    assert transplant(result.source, overlay).source == result.source  # idempotent
+    with pytest.raises(TransplantError, match="exactly once"):
+        transplant(MODELING.replace("return cache", "pass"), overlay)

@@ -835,7 +835,7 @@ def render(rows: list[Row]) -> str:
         f"Linear attention layers use a conv kernel of {KERNEL} and receive conv inputs like Inkling's short "
         "convolutions (and, where stated, a recurrent state that counts the tokens it has seen). Quantized layers use "
         "an exact test quantizer (the real `optimum-quanto` / `HQQ` backends are optional dependencies, tested in "
-        "`tests/v5_14/utils/test_cache_layers_audit.py` when installed).",
+        "`tests/v5_14/utils/test_cache_utils.py` when installed).",
     ]
     family = None
     for row in rows:

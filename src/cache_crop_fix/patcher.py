@@ -19,6 +19,7 @@ import importlib
 import importlib.abc
 import importlib.util
 import inspect
+import linecache
 import pkgutil
 import sys
 import textwrap
@@ -28,6 +29,7 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from .codemod import CODEMODS_NAME, CodemodError, rewrite_statement
 from .targets import Target, supported_ranges, target_for
 
 
@@ -281,6 +283,10 @@ def _plan(name: str) -> Iterator[Patch]:
     # What the steps define, the last definition of each name winning: (class name or None, attribute) -> value
     members: dict[tuple[str | None, str], object] = {}
     for ours in steps:
+        # One-statement changes of upstream methods (see `cache_crop_fix.codemod`)
+        for label, (old, new) in vars(ours).get(CODEMODS_NAME, {}).items():
+            class_name, attribute = label.split(".")
+            members[class_name, attribute] = _Codemod(label, old, new)
         for value in vars(ours).values():
             if _is_own_function(value, ours):
                 members[None, value.__name__] = value
@@ -291,6 +297,11 @@ def _plan(name: str) -> Iterator[Patch]:
     helper_names = {attribute for owner_name, attribute in members if owner_name is None}
     functions = []
     for (owner_name, attribute), value in members.items():
+        if isinstance(value, _Codemod):
+            owner = getattr(upstream, owner_name)
+            original = vars(owner).get(attribute, MISSING)
+            yield Patch(owner, attribute, value.apply(original, upstream), original)
+            continue
         functions.append(inspect.unwrap(_unwrap(value)))
         if owner_name is None:
             yield Patch(upstream, attribute, _rebind(value, upstream, None), vars(upstream).get(attribute, MISSING))
@@ -300,6 +311,30 @@ def _plan(name: str) -> Iterator[Patch]:
             raise UnsupportedTransformersError(f"{upstream.__name__}.{owner_name} is not a class upstream.")
         yield Patch(owner, attribute, _rebind(value, upstream, owner), vars(owner).get(attribute, MISSING))
     yield from _plan_globals(functions, helper_names, steps, upstream)
+
+
+@dataclass(frozen=True)
+class _Codemod:
+    label: str  # "Class.method"
+    old: str
+    new: str
+
+    def apply(self, original: object, upstream: types.ModuleType) -> object:
+        """The upstream method `original` with the statement changed, defined in `upstream` (decorators included)."""
+        if not isinstance(original, types.FunctionType):
+            raise UnsupportedTransformersError(f"{upstream.__name__}.{self.label} is not a function upstream.")
+        try:
+            source = rewrite_statement(textwrap.dedent(inspect.getsource(original)), self.old, self.new, self.label)
+        except CodemodError as error:
+            raise UnsupportedTransformersError(str(error)) from error
+        # Registered like a file, so that tracebacks and `inspect.getsource` show the code that runs
+        filename = f"<cache_crop_fix codemod of {upstream.__name__}.{self.label}>"
+        linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+        namespace: dict[str, object] = {}
+        exec(compile(source, filename, "exec"), vars(upstream), namespace)
+        function = namespace[original.__name__]
+        inspect.unwrap(function).__qualname__ = original.__qualname__
+        return function
 
 
 def _plan_globals(

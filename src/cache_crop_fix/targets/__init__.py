@@ -22,7 +22,12 @@ class Step:
     package: str  # the overlay subpackage, e.g. "step1_clamp"
     branch: str  # the branch suffix, e.g. "1-clamp" for `fix-cache-crop-1-clamp`
     title: str  # the commit and pull request title
-    tests: tuple[str, ...] = ()  # the exported test classes that belong to this step
+    tests: tuple[str, ...] = ()  # the exported test classes that belong to this step (and prove it)
+    # Those of `tests` that check new API or wording (a keyword, a warning, a message) rather than the cache's state:
+    # they fail on the previous step because the API is new, not because of a wrong behaviour
+    api_tests: tuple[str, ...] = ()
+    summary: str = ""  # what the pull request does and why (markdown)
+    behaviour_changes: tuple[str, ...] = ()  # one markdown item each, for the pull request text
 
 
 @dataclass(frozen=True)

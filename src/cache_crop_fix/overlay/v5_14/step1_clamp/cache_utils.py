@@ -1,5 +1,6 @@
 # Our version of the `crop` methods of `transformers/cache_utils.py` (transformers 5.14.x) that step 1 changes:
-# `crop(0)` empties a layer and an oversized `crop(-k)` empties it instead of keeping stale tokens (#47433).
+# `crop(0)` empties a layer and an oversized `crop(-k)` empties it instead of keeping stale tokens (#47433). This step
+# is the minimal fix: upstream's methods with only the index computation changed.
 #
 # Each class below is named like the upstream class it changes and holds only the methods this step adds or replaces
 # (a later step may replace them again); module-level functions are helpers added to the upstream module. The patcher
@@ -10,35 +11,24 @@
 class DynamicLayer:
     def crop(self, max_length: int) -> None:
         """
-        Crop the cached key and value states along the sequence dimension.
-
-        Args:
-            max_length (`int`):
-                If negative, the number of trailing tokens to remove: removing at least the current length empties
-                the layer. Otherwise, the absolute number of tokens to keep (`0` empties the layer).
+        Crop the past key values up to a new `max_length` in terms of tokens. `max_length` can also be negative
+        to remove `max_length` tokens: removing at least the current length empties the cache.
         """
-        if not self.is_initialized or self.keys.numel() == 0:
-            return
-        if max_length > 0 and max_length >= self.keys.shape[-2]:
+        if max_length < 0:
+            max_length = max(self.get_seq_length() - abs(max_length), 0)
+
+        if self.get_seq_length() <= max_length:
             return
 
-        # Slicing does the clamping: `[..., :-k, :]` keeps no token when `k` is at least the length
         self.keys = self.keys[..., :max_length, :]
         self.values = self.values[..., :max_length, :]
 
 
 class DynamicIndexedLayer:
     def crop(self, max_length: int) -> None:
-        """
-        Crop the cached key and value states, and the indexer keys with them, along the sequence dimension.
-
-        Args:
-            max_length (`int`):
-                If negative, the number of trailing tokens to remove: removing at least the current length empties
-                the layer. Otherwise, the absolute number of tokens to keep (`0` empties the layer).
-        """
         super().crop(max_length)
-        # The indexer keys cover the same tokens as the key and value states, so they are cut at the same length
-        new_length = self.get_seq_length()
-        if self.is_indexer_initialized and self.indexer_keys.numel() > 0 and self.indexer_keys.shape[1] > new_length:
-            self.indexer_keys = self.indexer_keys[:, :new_length, :]
+        if not self.is_indexer_initialized or self.indexer_keys.numel() == 0:
+            return
+        effective = max_length if max_length >= 0 else max(self.indexer_keys.shape[1] - abs(max_length), 0)
+        if self.indexer_keys.shape[1] > effective:
+            self.indexer_keys = self.indexer_keys[:, :effective, :]

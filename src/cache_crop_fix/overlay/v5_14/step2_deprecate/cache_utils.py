@@ -33,12 +33,20 @@ def _check_crop_argument(max_length, tokens_to_remove) -> int | None:
     else:
         max_length = _as_crop_int(max_length, "max_length")
 
-    if max_length >= 0:
+    if max_length == 0:
         warnings.warn(
-            f"Cropping a cache to an absolute length (`crop({max_length})`) is deprecated. Transformers 5.15+ reads "
-            "`crop(0)` as 'remove nothing' instead of emptying the cache, and 5.20+ raises an error for positive "
-            "values. Use `crop(-k)` to remove the last k tokens, or `crop(-cache.get_seq_length())` for a full "
-            "rollback.",
+            "`crop(0)` empties the cache: 0 is read as an absolute length to keep. If it comes from `crop(-k)` with "
+            "`k == 0` (nothing to remove), it removes everything instead of nothing: skip the call when `k == 0`, or "
+            "write `crop(tokens_to_remove=-k)`, where 0 removes nothing. For a full rollback, write "
+            "`crop(-cache.get_seq_length())`: transformers 5.15+ reads `crop(0)` as 'remove nothing'.",
+            FutureWarning,
+            stacklevel=3,
+        )
+    elif max_length > 0:
+        warnings.warn(
+            f"Cropping a cache to an absolute length (`crop({max_length})`) is deprecated: transformers 5.20+ raises "
+            "an error for positive values. Use `crop(-k)` to remove the last k tokens, e.g. "
+            f"`crop({max_length} - cache.get_seq_length())` when the cache holds more than {max_length} tokens.",
             FutureWarning,
             stacklevel=3,
         )
@@ -107,5 +115,10 @@ class EncoderDecoderCache:
         """
         self.check_dynamic_cache(self.crop.__name__)
         maximum_length = _check_crop_argument(maximum_length, tokens_to_remove)
-        if maximum_length is not None:
-            self.self_attention_cache._crop(maximum_length)
+        if maximum_length is None:
+            return
+        # The self-attention cache's own `crop` runs, so that a subclass overriding it is honoured. An absolute crop
+        # was already reported at our caller: the inner call must not warn again from here
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            self.self_attention_cache.crop(maximum_length)

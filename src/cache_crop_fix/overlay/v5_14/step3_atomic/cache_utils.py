@@ -184,47 +184,47 @@ class LinearAttentionAndSlidingWindowAttentionLayer:
 class Cache:
     def _crop(self, max_length: int) -> None:
         """Crop every layer with an already validated `max_length`, after checking that all of them can be cropped."""
-        layer_max_length = self._check_crop(max_length)
-        if layer_max_length is not None:
-            for layer in self.layers:
+        for layer, layer_max_length in zip(self.layers, self._check_crop(max_length)):
+            if layer_max_length is not None:
                 layer.crop(layer_max_length)
 
-    def _check_crop(self, max_length: int) -> int | None:
+    def _check_crop(self, max_length: int) -> list[int | None]:
         """
         Raises an error, without changing anything, if some layer cannot honour `crop(max_length)`. Otherwise, returns
-        the argument every layer must be cropped with, or `None` if there is nothing to remove.
+        the argument each layer must be cropped with, or `None` for a layer that has nothing to remove.
 
-        The meaning of the argument is decided once, here, for the whole cache: every layer receives either `0` (a full
-        rollback, also when at least the cached length is removed) or the negative number of tokens to remove. Layers
-        whose cached states are not a list of tokens (linear attention) can then honour it like the others.
+        The meaning of the argument is decided here, layer by layer, from that layer's own length (the layers of a
+        cache may hold different numbers of tokens, e.g. in an `MtpCache`): every layer receives either `0` (a full
+        rollback, also when at least its cached length is removed) or the negative number of tokens to remove.
+        Layers whose cached states are not a list of tokens (linear attention) have no length of their own: they
+        follow the longest attention layer.
         """
-        if len(self.layers) == 0:
-            return None
-        seq_length = self._get_crop_seq_length()
-        if max_length > 0 and seq_length is None:
+        seq_lengths = [
+            int(layer.get_seq_length()) if isinstance(layer, CacheLayerMixin) else None for layer in self.layers
+        ]
+        longest = max((length for length in seq_lengths if length is not None), default=None)
+        if max_length > 0 and longest is None and self.layers:
             raise ValueError(
                 "This cache only holds linear attention layers, which have no sequence length: use `crop(-k)` to "
                 "remove the last k tokens instead of cropping to an absolute length."
             )
-        if seq_length is not None:
-            new_length = _get_crop_length(max_length, seq_length)
-            if new_length >= seq_length and seq_length > 0:
-                return None
-            max_length = new_length - seq_length if new_length > 0 else 0
-
-        for layer in self.layers:
-            layer._check_crop(max_length)
-        return max_length
-
-    def _get_crop_seq_length(self) -> int | None:
-        """The sequence length `crop` works with: the one of the first attention layer, or `None` if there is none."""
-        for layer in self.layers:
-            if isinstance(layer, CacheLayerMixin):
-                return int(layer.get_seq_length())
-        return None
+        layer_max_lengths = []
+        for layer, seq_length in zip(self.layers, seq_lengths):
+            seq_length = longest if seq_length is None else seq_length
+            layer_max_length = max_length
+            if seq_length is not None:
+                new_length = _get_crop_length(max_length, seq_length)
+                if new_length >= seq_length and seq_length > 0:
+                    layer_max_length = None
+                else:
+                    layer_max_length = new_length - seq_length if new_length > 0 else 0
+            if layer_max_length is not None:
+                layer._check_crop(layer_max_length)
+            layer_max_lengths.append(layer_max_length)
+        return layer_max_lengths
 
 
 class EncoderDecoderCache:
-    def _check_crop(self, max_length: int) -> int | None:
+    def _check_crop(self, max_length: int) -> list[int | None]:
         """See [`Cache._check_crop`]: only the self-attention cache is cropped."""
         return self.self_attention_cache._check_crop(max_length)

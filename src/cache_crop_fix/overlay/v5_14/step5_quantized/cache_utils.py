@@ -21,8 +21,11 @@ class QuantizedLayer:
         """
         Crop both the quantized and the residual (original precision) parts of the cache. Tokens removed from the
         residual part are simply dropped; when tokens of the quantized part must go, the kept ones are dequantized
-        and quantized again (which may change them by the quantization error, as any re-quantization would), and the
-        residual part is emptied. A full rollback leaves the layer as if it had never been updated.
+        and quantized again, and the residual part is emptied. This is the operation `update` performs on every
+        flush of the residual part, so a crop costs at most one more re-quantization: with quanto, quantizing
+        dequantized values gives them back, so repeated rollbacks do not drift; HQQ fits its scales again each time,
+        so its error may grow with each re-quantization, as it does with each flush. A full rollback leaves the layer
+        as if it had never been updated.
 
         Args:
             max_length (`int`):

@@ -22,11 +22,13 @@ import builtins
 import hashlib
 import inspect
 import textwrap
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
 from libcst.metadata import BuiltinScope, GlobalScope, MetadataWrapper, ScopeProvider
+
+from ..codemod import CODEMODS_NAME, CodemodError, rewrite_method
 
 
 UPSTREAM_PACKAGE = "transformers"
@@ -274,6 +276,7 @@ class OverlayModule:
     imports: dict[str, ImportBinding]
     helpers: list[tuple[list[str], cst.BaseStatement]]
     classes: dict[str, list[cst.FunctionDef]]
+    codemods: dict[str, tuple[str, str]] = field(default_factory=dict)  # "Class.method" -> (old, new): see `codemod`
 
     @property
     def module_name(self) -> str:
@@ -294,7 +297,7 @@ class OverlayModule:
 
 def parse_overlay(source: str, path: str) -> OverlayModule:
     module = cst.parse_module(source)
-    problems, imports, helpers, classes = [], {}, [], {}
+    problems, imports, helpers, classes, codemods = [], {}, [], {}, {}
     for index, statement in enumerate(module.body):
         if index == 0 and _is_docstring(statement):
             continue
@@ -329,13 +332,16 @@ def parse_overlay(source: str, path: str) -> OverlayModule:
             classes[statement.name.value] = methods
             continue
         names = statement_names(statement)
+        if names == [CODEMODS_NAME]:
+            codemods = ast.literal_eval(_code(statement.body[0].value))
+            continue
         if not names:
             problems.append(f"top-level statement `{_code(statement)[:60]}` binds no name: cannot transplant it")
             continue
         helpers.append((names, statement))
     if problems:
         raise TransplantError(problems, f"overlay {path}")
-    return OverlayModule(path, imports, helpers, classes)
+    return OverlayModule(path, imports, helpers, classes, codemods)
 
 
 def _is_docstring(statement: cst.CSTNode) -> bool:
@@ -418,6 +424,13 @@ def check_base(
                     f"{label} is added by the fix but already exists in the base (if the fix replaces it, record its "
                     "fingerprint in cache_crop_fix/targets/<target>.py)"
                 )
+    for label in overlay.codemods:
+        qualname = f"{module_name}.{label}"
+        if found.get(qualname) not in set(fingerprints.get(qualname, ())):
+            problems.append(
+                f"{path}: `{label}` (changed by a codemod) is missing from the base or differs from the source the fix "
+                f"was written for (fingerprint {found.get(qualname)})"
+            )
     for name in overlay.helper_names:
         if name in bindings:
             problems.append(f"{path}: helper `{name}` is added by the fix but the base already defines it")
@@ -548,6 +561,20 @@ def transplant(
             module_name,
         )
     result.source = module.code
+    for label, (old, new) in overlay.codemods.items():
+        class_name = label.split(".")[0]
+        if class_name not in class_indices:
+            if allow_missing_classes:
+                result.skipped_classes.append(class_name)
+                continue
+            raise TransplantError([f"class `{class_name}` is missing from the target"], module_name)
+        try:
+            rewritten = rewrite_method(result.source, label, old, new)
+        except CodemodError as error:
+            raise TransplantError([str(error)], module_name) from error
+        if rewritten != result.source:
+            result.source = rewritten
+            result.replaced.append(label)
     return result
 
 
@@ -738,6 +765,7 @@ class TestMergeResult:
     helpers: list[str] = field(default_factory=list)
     imports: list[str] = field(default_factory=list)
     created: bool = False
+    units: set[str] = field(default_factory=set)  # what the merge may change, keyed like `changed_units`
 
 
 def merge_test_module(target_source: str | None, ours_source: str, path: str = "test module") -> TestMergeResult:
@@ -756,12 +784,13 @@ def merge_test_module(target_source: str | None, ours_source: str, path: str = "
         for binding in module_bindings(ours, module_name).imports.values()
     ):
         raise TransplantError([f"{path} imports cache_crop_fix: it cannot run upstream"], path)
-    if target_source is None:
-        names = [s.name.value for s in ours.body if isinstance(s, cst.ClassDef)]
-        return TestMergeResult(source=ours_source, classes=names, created=True)
+    created = target_source is None
+    if created:
+        # A new file: our header (the license) and the merged units, with only the imports they need
+        target_source = cst.Module(body=[], header=ours.header).code
 
     target = cst.parse_module(target_source)
-    result = TestMergeResult(source=target_source)
+    result = TestMergeResult(source=target_source, created=created)
     top_imports: dict[str, ImportBinding] = {}
     guarded_imports: dict[str, ImportBinding] = {}
     guard_test = None
@@ -808,11 +837,17 @@ def merge_test_module(target_source: str | None, ours_source: str, path: str = "
             appended.append(new)
         roots[", ".join(names)] = new
         (result.classes if isinstance(statement, cst.ClassDef) else result.helpers).extend(names)
+        result.units |= set(_units(cst.Module(body=[statement])))
     body[main_guard:main_guard] = appended
     module = target.with_changes(body=body)
 
     accesses = _global_accesses(module, roots)
-    module, added = _add_needed_imports(module, accesses, top_imports, module_name)
+    top_accesses = accesses
+    if guarded_imports:
+        # The guard itself (`is_torch_available()`) needs its name
+        guard_names = [node.value for node in _walk(cst.parse_expression(guard_test)) if isinstance(node, cst.Name)]
+        top_accesses = [*accesses, *((f"if {guard_test}", name) for name in guard_names)]
+    module, added = _add_needed_imports(module, top_accesses, top_imports, module_name)
     result.imports += added
     if guarded_imports:
         has_block = any(isinstance(s, cst.If) and guard_test == _code(s.test) for s in module.body)
@@ -829,6 +864,8 @@ def merge_test_module(target_source: str | None, ours_source: str, path: str = "
         module, added = _add_needed_imports(module, accesses, guarded_imports, module_name, block_test=guard_test)
         result.imports += added
         module = _drop_placeholder_pass(module, guard_test)
+        result.units.add(f"if {guard_test}")
+    result.units.add("imports")
     undefined = _undefined_names(module, accesses, module_name)
     if undefined:
         raise TransplantError(
@@ -836,6 +873,45 @@ def merge_test_module(target_source: str | None, ours_source: str, path: str = "
         )
     result.source = module.code
     return result
+
+
+def restrict_test_module(source: str, classes: Iterable[str], path: str = "test module") -> str:
+    """`source` with only the test classes `classes` among its classes named `*Test` (the tests of some steps), and
+    the top-level helpers (functions, constants, mixins) that they use, directly or through other helpers.
+    """
+    module = cst.parse_module(source)
+    classes = set(classes)
+    units = {}  # index -> names, for the statements that may be dropped
+    for index, statement in enumerate(module.body):
+        if _is_import_line(statement) or isinstance(statement, cst.If) or _is_docstring(statement):
+            continue
+        names = statement_names(statement)
+        if names:
+            units[index] = names
+    unknown = classes - {name for names in units.values() for name in names}
+    if unknown:
+        raise TransplantError([f"test class `{name}` is not defined" for name in sorted(unknown)], path)
+    by_name = {name: index for index, names in units.items() for name in names}
+    wanted = [index for index, names in units.items() if set(names) & classes]
+    kept = set()
+    while wanted:
+        index = wanted.pop()
+        if index in kept:
+            continue
+        kept.add(index)
+        used = {node.value for node in _walk(module.body[index]) if isinstance(node, cst.Name)}
+        wanted += [by_name[name] for name in used if name in by_name]
+    body = [statement for index, statement in enumerate(module.body) if index not in units or index in kept]
+    return module.with_changes(body=body).code
+
+
+def test_classes(source: str) -> list[str]:
+    """The test classes of a test module: its top-level classes whose name ends with `Test`."""
+    return [
+        statement.name.value
+        for statement in cst.parse_module(source).body
+        if isinstance(statement, cst.ClassDef) and statement.name.value.endswith("Test")
+    ]
 
 
 def _is_availability_guard(statement: cst.If) -> bool:
@@ -897,3 +973,74 @@ def _units(module: cst.Module) -> dict[str, str]:
                 key = code(statement.with_changes(leading_lines=[]))
             units[key] = code(statement.with_changes(leading_lines=_comment_lines(statement.leading_lines)))
     return units
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# One step of the stack: its overlay into upstream's modules (and their modular files), its tests into upstream's tests
+
+
+@dataclass
+class FileChange:
+    path: str
+    source: str  # the new content
+    base: str | None  # the content before this step (`None`: created)
+    expected_units: set[str] = field(default_factory=set)  # what this step may change, keyed like `changed_units`
+    summary: list[str] = field(default_factory=list)
+    is_test: bool = False
+
+
+def transplant_step(
+    overlays: Sequence[OverlayModule],
+    tests: Mapping[str, Sequence[str]],
+    test_sources: Mapping[str, str],
+    read: Callable[[str], str | None],
+    modular_counterpart: Callable[[str], str | None],
+) -> tuple[dict[str, FileChange], list[str]]:
+    """The files one step changes, from `read(path)`: their content after the previous step (or in the base).
+
+    Returns the changes and notes for people. `tests` maps each upstream test path to the test classes the file
+    holds after this step (this step's and every earlier one's).
+    """
+    changes: dict[str, FileChange] = {}
+    notes = []
+    for module in overlays:
+        targets = [(module.target_path, module.module_name, False)]
+        modular = modular_counterpart(module.target_path)
+        if modular is not None and read(modular) is not None:
+            targets.append((modular, modular[len("src/") : -len(".py")].replace("/", "."), True))
+        for path, module_name, is_modular in targets:
+            previous = changes.get(path)
+            before = read(path)
+            result = transplant(
+                previous.source if previous else before, module, module_name, allow_missing_classes=is_modular
+            )
+            if is_modular and result.skipped_classes:
+                notes.append(
+                    f"{path} does not define {', '.join(result.skipped_classes)}: only the generated modeling "
+                    "file changes for them"
+                )
+            if result.source == before:
+                continue
+            change = previous or FileChange(path, result.source, before)
+            change.source = result.source
+            change.expected_units |= result.changed_units | ({"imports"} if result.imports else set())
+            change.summary += [f"replace `{name}`" for name in result.replaced]
+            change.summary += [f"add `{name}`" for name in result.added]
+            change.summary += [f"add helper `{name}`" for name in result.helpers]
+            changes[path] = change
+    for path, classes in tests.items():
+        before = read(path)
+        result = merge_test_module(before, restrict_test_module(test_sources[path], classes, path), path)
+        if result.source == before:
+            continue
+        change = FileChange(path, result.source, before, is_test=True)
+        change.expected_units = result.units
+        new_classes = [name for name in result.classes if before is None or f"class {name}" not in _units_of(before)]
+        change.summary = ["new file" if result.created else "tests merged into upstream's file"]
+        change.summary += [f"test class `{name}`" for name in new_classes]
+        changes[path] = change
+    return changes, notes
+
+
+def _units_of(source: str) -> dict[str, str]:
+    return _units(cst.parse_module(source))

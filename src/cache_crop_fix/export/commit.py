@@ -1,0 +1,126 @@
+"""Stage 5: commit each step on top of the previous one, one branch each (`fix-cache-crop-1-clamp`, ...; the top one
+is also `fix-cache-crop`), and write one patch per step to `dist/`.
+
+Commits are made from trees (git plumbing): a contributor's work tree and index are left alone. They are
+reproducible: the author is the contributor's (git config, or `--author`), the date the base's; exporting again from
+the same base and overlay finds every branch up to date and changes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .base import BRANCH
+from .shell import ExportError, git, git_env, rev, write_if_changed
+from .transplant import FileChange
+
+
+# Used only when no git identity is configured: it must be obvious in `git log` that it is to be replaced
+PLACEHOLDER_AUTHOR = ("Your Name (set git config user.name, or pass --author)", "you@example.invalid")
+
+
+@dataclass
+class StepCommit:
+    branch: str
+    commit: str
+    parent: str
+    created: bool  # made (or moved) now; `False`: the branch was up to date
+    files: list[str]
+    added: int  # lines, as `git diff --numstat` counts them
+    removed: int
+    patch: Path
+
+
+def contributor(repo: Path, author: str | None = None) -> tuple[tuple[str, str], bool]:
+    """The commit author: `author` ("Name <email>"), else the repository's git identity, else a placeholder.
+
+    Returns it and whether it is the placeholder.
+    """
+    if author is not None:
+        match = re.fullmatch(r"\s*(.+?)\s*<([^<>]+)>\s*", author)
+        if match is None:
+            raise ExportError(f'--author must look like "Name <email>", not {author!r}')
+        return (match.group(1), match.group(2)), False
+    name = git(repo, "config", "user.name", check=False).strip()
+    email = git(repo, "config", "user.email", check=False).strip()
+    if name and email:
+        return (name, email), False
+    return PLACEHOLDER_AUTHOR, True
+
+
+def _tree_with(repo: Path, parent: str, changes: dict[str, FileChange]) -> str:
+    with tempfile.TemporaryDirectory(prefix="cache-crop-fix-index-") as tmp:
+        env = {**os.environ, "GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        git(repo, "read-tree", parent, env=env)
+        for path, change in sorted(changes.items()):
+            blob = git(repo, "hash-object", "-w", "--stdin", f"--path={path}", input=change.source).strip()
+            listed = git(repo, "ls-tree", parent, "--", path).split()
+            mode = listed[0] if listed else "100644"
+            git(repo, "update-index", "--add", "--cacheinfo", f"{mode},{blob},{path}", env=env)
+        return git(repo, "write-tree", env=env).strip()
+
+
+def _set_branch(repo: Path, branch: str, commit: str) -> None:
+    if git(repo, "symbolic-ref", "-q", "HEAD", check=False).strip() == f"refs/heads/{branch}":
+        git(repo, "reset", "-q", "--keep", commit)  # keeps the work tree in step, refuses to clobber local changes
+    else:
+        git(repo, "branch", "-f", branch, commit)
+
+
+def commit_step(
+    repo: Path,
+    parent: str,
+    changes: dict[str, FileChange],
+    message: str,
+    branch: str,
+    author: tuple[str, str],
+    date: str,
+    dist_dir: Path,
+) -> StepCommit:
+    """Commits `changes` on `parent` as `branch` (or finds the branch up to date), and writes its patch."""
+    tree = _tree_with(repo, parent, changes)
+    current = rev(repo, f"refs/heads/{branch}")
+    commit, created = current, False
+    if current is None or not _is_same(repo, current, parent, tree, message, author):
+        env = git_env(author, date)
+        commit = git(repo, "commit-tree", tree, "-p", parent, "-F", "-", env=env, input=message).strip()
+        _set_branch(repo, branch, commit)
+        created = True
+    numstat = [line.split("\t") for line in git(repo, "diff", "--numstat", parent, commit).splitlines()]
+    patch = dist_dir / f"{branch}.patch"
+    write_if_changed(patch, git(repo, "format-patch", "-1", "--stdout", "--no-signature", commit))
+    return StepCommit(
+        branch,
+        commit,
+        parent,
+        created,
+        [path for _, _, path in numstat],
+        sum(int(added) for added, _, _ in numstat),
+        sum(int(removed) for _, removed, _ in numstat),
+        patch,
+    )
+
+
+def _is_same(repo: Path, commit: str, parent: str, tree: str, message: str, author: tuple[str, str]) -> bool:
+    parents = git(repo, "rev-list", "--parents", "-n", "1", commit).split()[1:]
+    fields = git(repo, "log", "-1", "--format=%T%n%an%n%ae", commit).splitlines()
+    same_message = git(repo, "log", "-1", "--format=%B", commit).strip() == message.strip()
+    return parents == [parent] and fields == [tree, *author] and same_message
+
+
+def finish_stack(repo: Path, commits: list[StepCommit], dist_dir: Path, check_out: bool) -> Path:
+    """Points `fix-cache-crop` at the top step, writes the whole series as one mbox (`git am` applies it), and checks
+    the top branch out when the repository is ours (the sdist's)."""
+    top = commits[-1]
+    if rev(repo, f"refs/heads/{BRANCH}") != top.commit:
+        _set_branch(repo, BRANCH, top.commit)
+    if check_out and git(repo, "symbolic-ref", "-q", "HEAD", check=False).strip() != f"refs/heads/{BRANCH}":
+        git(repo, "checkout", "-q", BRANCH)
+    series = dist_dir / f"{BRANCH}.patch"
+    stack_range = f"{commits[0].parent}..{top.commit}"
+    write_if_changed(series, git(repo, "format-patch", "--stdout", "--no-signature", stack_range))
+    return series

@@ -1,0 +1,141 @@
+"""Stage 2: plan the stack, step by step, from the target's table (`cache_crop_fix.targets.<target>.STEPS`).
+
+Each step of the table becomes one commit, branch and pull request: it transplants its overlay package (`overlay/
+<target>/<step>/`) and adds its test classes (`Step.tests`) to upstream's test files. The plan checks, before anything
+is written, that the base is the release the target was written for, and that every test class of our upstream-style
+tests belongs to exactly one step.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..targets import Step, Target
+from .base import BRANCH, Base
+from .shell import ExportError, read_at
+from .transplant import OverlayModule, TransplantError, check_base, parse_overlay, test_classes
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    number: int  # 1, 2, ...
+    step: Step
+    overlays: tuple[OverlayModule, ...]
+    tests: Mapping[str, tuple[str, ...]]  # upstream test path -> the test classes of this step and every earlier one
+
+    @property
+    def branch(self) -> str:
+        return f"{BRANCH}-{self.step.branch}"
+
+    @property
+    def test_classes(self) -> tuple[str, ...]:
+        """The test classes this step adds (they prove it)."""
+        return self.step.tests
+
+
+@dataclass(frozen=True)
+class Stack:
+    target: Target
+    base: Base
+    steps: tuple[StepPlan, ...]
+    test_sources: Mapping[str, str]  # upstream test path -> our full test module
+
+
+def step_dirs(target: Target) -> list[Path]:
+    """The overlay package of each step of `target`, in order."""
+    return [Path(importlib.util.find_spec(package).origin).resolve().parent for package in target.step_packages()]
+
+
+def load_overlay(overlay_dir: Path) -> list[OverlayModule]:
+    """The overlay modules of one step (its folder mirrors `transformers/`)."""
+    paths = sorted(p for p in overlay_dir.rglob("*.py") if p.name != "__init__.py" and "__pycache__" not in p.parts)
+    return [parse_overlay(path.read_text(), path.relative_to(overlay_dir).as_posix()) for path in paths]
+
+
+def exported_test_files(tests_dir: Path) -> list[str]:
+    """
+    Our upstream-style test files in `tests_dir` (`tests/<target>`, which mirrors upstream's `tests/`), as upstream
+    paths: `tests/<target>/utils/test_x.py` is exported as `tests/utils/test_x.py`.
+    """
+    return sorted(
+        "tests/" + path.relative_to(tests_dir).as_posix()
+        for path in tests_dir.rglob("test_*.py")
+        if path.parent != tests_dir and "fixtures" not in path.relative_to(tests_dir).parts
+    )
+
+
+def modular_counterpart(path: str) -> str | None:
+    """`src/transformers/models/x/modular_x.py` for `src/transformers/models/x/modeling_x.py`, else `None`."""
+    match = re.fullmatch(r"(src/transformers/models/[^/]+/)modeling_([^/]+\.py)", path)
+    return f"{match.group(1)}modular_{match.group(2)}" if match else None
+
+
+def plan_stack(
+    target: Target,
+    base: Base,
+    project_root: Path,
+    overlay_dirs: Sequence[Path] | None = None,
+    fingerprints: Mapping[str, frozenset[str]] | None = None,
+) -> Stack:
+    """Checks the base and the table, and says what each step changes."""
+    overlay_dirs = list(overlay_dirs) if overlay_dirs is not None else step_dirs(target)
+    fingerprints = target.fingerprints if fingerprints is None else fingerprints
+    if len(overlay_dirs) != len(target.steps):
+        raise ExportError(
+            f"{len(target.steps)} steps in the table of {target.name}, {len(overlay_dirs)} overlay folders"
+        )
+    problems = []
+    if base.version is None or not target.supports(base.version):
+        problems.append(
+            f"the base is transformers {base.version or '(unknown version)'}, the fix is for {target.versions}"
+        )
+    overlays = []
+    try:
+        for overlay_dir in overlay_dirs:
+            overlays.append(load_overlay(overlay_dir))
+    except TransplantError as error:
+        raise ExportError(str(error)) from error
+    for module in (module for step_overlays in overlays for module in step_overlays):
+        problems += check_base(read_at(base.repo, base.commit, module.target_path), module, fingerprints)
+    if problems:
+        raise ExportError(
+            f"the base {base.commit[:12]} does not match what the fix expects; nothing was exported:\n  "
+            + "\n  ".join(dict.fromkeys(problems))
+        )
+
+    tests_dir = project_root / "tests" / target.name
+    test_sources = {
+        path: (tests_dir / path.removeprefix("tests/")).read_text() for path in exported_test_files(tests_dir)
+    }
+    classes_in = {path: test_classes(source) for path, source in test_sources.items()}
+    owners: dict[str, list[str]] = {}
+    for step in target.steps:
+        for name in step.tests:
+            owners.setdefault(name, []).append(step.branch)
+        for name in step.api_tests:
+            if name not in step.tests:
+                problems.append(f"step {step.branch}: `{name}` is in `api_tests` but not in `tests`")
+    for path, names in classes_in.items():
+        for name in names:
+            if len(owners.get(name, [])) != 1:
+                problems.append(
+                    f"{path}: test class `{name}` belongs to {len(owners.get(name, []))} steps (it must be listed in "
+                    f"the `tests` of exactly one step of targets/{target.name}.py)"
+                )
+    defined = {name for names in classes_in.values() for name in names}
+    problems += [
+        f"`Step.tests` names `{name}`, which no exported test file defines" for name in owners if name not in defined
+    ]
+    if problems:
+        raise ExportError("the steps table and the tests do not match:\n  " + "\n  ".join(problems))
+
+    steps, so_far = [], set()
+    for number, (step, step_overlays) in enumerate(zip(target.steps, overlays), start=1):
+        so_far |= set(step.tests)
+        tests = {path: tuple(n for n in names if n in so_far) for path, names in classes_in.items()}
+        steps.append(StepPlan(number, step, tuple(step_overlays), {p: t for p, t in tests.items() if t}))
+    return Stack(target, base, tuple(steps), test_sources)

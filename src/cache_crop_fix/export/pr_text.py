@@ -1,0 +1,129 @@
+"""Stage 7: one short pull request text per step, in the order of upstream's template: what and why, behaviour
+changes, tests, how it relates to the other pull requests on the subject. Long tables are folded in `<details>`. The
+AI-disclosure checkbox of upstream's template is left unticked: it is for the person who opens the pull request."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .base import Base
+from .commit import StepCommit
+from .format import RuffReport
+from .plan import StepPlan
+from .verify import StepVerification
+
+
+ISSUE = 47433
+REVIEWERS = "@zucchini-nlp @Cyrilvallez"
+RELATED = (
+    "- #47977 (open) clamps oversized negative crops in `DynamicLayer` only; the first PR of this stack covers it and "
+    "also fixes `crop(0)` and the layers that compute the same index.\n"
+    "- #47720 (5.15) renamed the argument to `tokens_to_remove`, where `0` removes nothing. This stack keeps the 5.14 "
+    "contract (`0` is an absolute target) and accepts `tokens_to_remove=` with its 5.15 meaning, so code can migrate "
+    "before upgrading."
+)
+AI_CHECKBOX = "- [ ] I confirm that this is not a pure code agent PR."
+
+
+def commit_message(plan: StepPlan, total: int) -> str:
+    body = plan.step.summary.split("\n\n```")[0]  # the reproduction goes in the pull request text, not the commit
+    lines = [plan.step.title, "", *_wrap(body), ""]
+    if plan.step.behaviour_changes:
+        lines += ["Behaviour changes:", *(f"- {change}" for change in plan.step.behaviour_changes), ""]
+    lines.append(f"Part {plan.number} of {total} of the fix for #{ISSUE}.")
+    return "\n".join(lines) + "\n"
+
+
+def _wrap(text: str, width: int = 100) -> list[str]:
+    import textwrap
+
+    return [line for paragraph in text.split("\n\n") for line in [*textwrap.wrap(paragraph, width), ""]][:-1]
+
+
+def pr_text(
+    plan: StepPlan,
+    plans: Sequence[StepPlan],
+    commit: StepCommit,
+    ruff: RuffReport,
+    verification: StepVerification | None,
+    base: Base,
+) -> str:
+    total = len(plans)
+    previous = plans[plan.number - 2].branch if plan.number > 1 else None
+    position = (
+        f"Part {plan.number} of {total} of the fix for #{ISSUE}"
+        + (f", on top of `{previous}` (review that one first)." if previous else ".")
+        + (f" Fixes #{ISSUE}." if plan.number == 1 else "")
+    )
+    lines = [f"# {plan.step.title}", "## What does this PR do?", plan.step.summary, position, ""]
+    if plan.step.behaviour_changes:
+        lines += ["## Behaviour changes", *(f"- {change}" for change in plan.step.behaviour_changes), ""]
+    lines += ["## Tests"]
+    own = [
+        f"{path}::{name}" for path, names in sorted(plan.tests.items()) for name in names if name in plan.test_classes
+    ]
+    classes = ", ".join(f"`{name}`" for name in plan.test_classes)
+    lines.append(f"- New in `{'`, `'.join(sorted(plan.tests))}`: {classes} (`pytest {' '.join(own)}`).")
+    details = []
+    if verification is not None:
+        against = "the unpatched base" if plan.number == 1 else f"`{previous}`"
+        behaviour, api = verification.fail_before("behaviour"), verification.fail_before("api")
+        counts = []
+        if behaviour[1]:
+            what = f"reproduce #{ISSUE}" if plan.number == 1 else "show the behaviour this PR fixes"
+            counts.append(f"{behaviour[0]} of {behaviour[1]} state-checking tests fail ({what})")
+        if api[1]:
+            counts.append(f"{api[0]} of {api[1]} tests of new API or wording fail (the API is new)")
+        lines.append(f"- Against {against}: {'; '.join(counts)}.")
+        skipped = f" ({verification.skipped()} skipped)" if verification.skipped() else ""
+        lines.append(
+            f"- With this PR, a wheel built from the branch in a clean venv passes all {len(verification.outcomes)} "
+            f"tests of this and the earlier PRs{skipped}."
+        )
+        details = [
+            "<details><summary>Per test class: failing against the previous state</summary>",
+            "",
+            "| test class | kind | fail before | pass after |",
+            "|---|---|---|---|",
+        ]
+        for name, (failing, count) in verification.failing_classes_before().items():
+            kind = "new API / wording" if name in plan.step.api_tests else "behaviour"
+            details.append(f"| `{name}` | {kind} | {failing}/{count} | {count}/{count} |")
+        details += ["", "</details>", ""]
+    else:
+        lines.append("- Not verified in this export (`--no-verify`).")
+    lines.append(f"- `ruff check` and `ruff format --check` with the repository's settings: {_ruff(ruff)}.")
+    if base.is_sdist:
+        lines.append(
+            "- Built on the PyPI sdist, which has no `tests/utils/`: this branch and its patch are for `pip install`. "
+            "The pull request is made from an export on a transformers checkout (`--repo`)."
+        )
+    lines += ["", *details, "## Related", RELATED, ""]
+    lines += [
+        "## Code Agent Policy",
+        AI_CHECKBOX,
+        "",
+        "## Who can review?",
+        f"cache / generate: {REVIEWERS}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _ruff(ruff: RuffReport) -> str:
+    if ruff.ok and not ruff.skipped:
+        return "clean"
+    return ruff.describe()
+
+
+def lines_outside_details(text: str) -> int:
+    """The lines a reviewer reads before unfolding anything (blank lines included)."""
+    count, folded = 0, False
+    for line in text.splitlines():
+        if line.startswith("<details"):
+            folded = True
+        if not folded:
+            count += 1
+        if line.startswith("</details>"):
+            folded = False
+    return count
