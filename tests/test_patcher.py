@@ -763,14 +763,19 @@ def test_status_command(fresh_interpreters):
 # The fingerprints of the upstream methods the 5.14 overlay replaces, as recorded in `targets/v5_14.py`, written out
 # here so that a change of the recorded table is a visible change of this test too
 EXPECTED_5_14_FINGERPRINTS = {
+    "transformers.cache_utils.Cache.activate_past_recording": "92ab199542b21909",
     "transformers.cache_utils.Cache.crop": "ed59d37995911aa6",
+    "transformers.cache_utils.Cache.update": "679ec869a03c9450",
     "transformers.cache_utils.DynamicIndexedLayer.crop": "db056caf527df7d9",
     "transformers.cache_utils.DynamicLayer.crop": "f733554ffaaab390",
     "transformers.cache_utils.DynamicSlidingWindowLayer.crop": "a233961b69f230fd",
     "transformers.cache_utils.EncoderDecoderCache.crop": "7a371cf940291c93",
     "transformers.cache_utils.LinearAttentionAndFullAttentionLayer.crop": "108f6e160ad75d46",
     "transformers.cache_utils.LinearAttentionAndSlidingWindowAttentionLayer.crop": "fc1ffb404f8217cd",
+    "transformers.cache_utils.LinearAttentionCacheLayerMixin.activate_past_recording": "e0ef344a1257c906",
     "transformers.cache_utils.LinearAttentionCacheLayerMixin.crop": "250ff98eeedf0119",
+    "transformers.cache_utils.LinearAttentionLayer.update_conv_state": "a3cb5a9b54326b1f",
+    "transformers.cache_utils.LinearAttentionLayer.update_recurrent_state": "1269b2100e6fbf2e",
     "transformers.generation.candidate_generator.AssistedCandidateGenerator._update_past_and_masks": "8fbfdda003628960",
     "transformers.models.minimax.modeling_minimax.MiniMaxCache.crop": "0da72794b2e1ed9b",
     "transformers.models.minimax_m3_vl.modeling_minimax_m3_vl.MiniMaxM3VLSparseCacheLayer.crop": "dc74aa3f977f0ca4",
