@@ -61,14 +61,18 @@ if is_torch_available():
         UnlimitedOcrStaticReferenceSlidingWindowLayer,
     )
 
-    class ExactQuantizedLayer(QuantizedLayer):
-        """A `QuantizedLayer` whose quantization is exact, to check its crop token by token without a backend."""
 
+def _exact_quantized_layer(**kwargs):
+    """A `QuantizedLayer` whose quantization is exact, to check its crop token by token without a backend."""
+
+    class ExactQuantizedLayer(QuantizedLayer):
         def _quantize(self, tensor, axis):
             return tensor.clone()
 
         def _dequantize(self, q_tensor):
             return q_tensor
+
+    return ExactQuantizedLayer(**kwargs)
 
 
 WINDOW = 4
@@ -602,7 +606,7 @@ class QuantizedLayersCropTest(CropTestCase):
 
     def _residual_layer(self, layer_class=None, **kwargs):
         # 3 quantized tokens, then 2 residual ones (kept in original precision)
-        layer = (layer_class or ExactQuantizedLayer)(residual_length=4, **kwargs)
+        layer = (layer_class or _exact_quantized_layer)(residual_length=4, **kwargs)
         _fill(layer, 3)
         _fill(layer, 2, start=3, step=1)
         return layer
