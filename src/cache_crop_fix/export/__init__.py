@@ -132,6 +132,7 @@ def export(
             build_dir / target.name / "verify",
             venv or build_dir / "verify-venv",
             log,
+            seed_lengths=target.seed_lengths,
         )
         stored.write_text(json.dumps({"commit": top, **dataclasses.asdict(verification)}, indent=1))
     elif stored.exists():

@@ -38,6 +38,9 @@ class Target:
     sdist_version: str  # the PyPI sdist the fork branch is built on by default
     steps: tuple[Step, ...]
     fingerprints: Mapping[str, frozenset[str]] = field(repr=False, compare=False)
+    # What #47433's reproduction (`crop(0)`, then `crop(-5)`, each on a fresh 3-token `DynamicCache`) keeps with the
+    # fix, under this release line's own meaning of `crop`
+    seed_lengths: tuple[int, int] = (0, 0)
 
     @property
     def overlay_package(self) -> str:
