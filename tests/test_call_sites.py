@@ -6,51 +6,10 @@ import warnings
 import torch
 
 import cache_crop_fix
-from transformers import PI0Config, PI0ForConditionalGeneration
+
+# The tiny PI0 of the exported test, built from configs only
+from tests.v5_14.models.pi0.test_modeling_pi0 import IMAGE_TOKEN_ID, _tiny_pi0
 from transformers.cache_utils import Cache
-
-
-TINY_GEMMA = {
-    "model_type": "gemma",
-    "hidden_size": 32,
-    "num_hidden_layers": 2,
-    "intermediate_size": 64,
-    "num_attention_heads": 2,
-    "num_key_value_heads": 1,
-    "head_dim": 16,
-    "vocab_size": 100,
-}
-IMAGE_TOKEN_ID = 99
-
-
-def _tiny_pi0():
-    vision_config = {
-        "model_type": "siglip_vision_model",
-        "hidden_size": 32,
-        "intermediate_size": 64,
-        "patch_size": 8,
-        "image_size": 16,
-        "num_hidden_layers": 1,
-        "num_attention_heads": 2,
-        "vision_use_head": False,
-    }
-    vlm_config = {
-        "model_type": "paligemma",
-        "text_config": TINY_GEMMA,
-        "vision_config": vision_config,
-        "projection_dim": 32,
-        "image_token_id": IMAGE_TOKEN_ID,
-    }
-    config = PI0Config(
-        vlm_config=vlm_config,
-        dit_config=TINY_GEMMA,
-        chunk_size=4,
-        max_state_dim=6,
-        max_action_dim=6,
-        num_inference_steps=3,
-    )
-    torch.manual_seed(0)
-    return PI0ForConditionalGeneration(config).eval()
 
 
 class PI0SampleActionsTest(unittest.TestCase):
