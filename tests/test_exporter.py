@@ -6,6 +6,7 @@ The end-to-end test downloads the transformers 5.14.1 sdist, builds the stack, a
 tests in an isolated venv: set `CACHE_CROP_FIX_SKIP_E2E=1` to skip it (or deselect it with `-k "not end_to_end"`).
 """
 
+import dataclasses
 import difflib
 import os
 import shutil
@@ -32,7 +33,7 @@ from cache_crop_fix.export.transplant import (
     restrict_test_module,
     transplant,
 )
-from cache_crop_fix.targets import Step, Target, get_target
+from cache_crop_fix.targets import TARGETS, Step, Target, get_target
 
 
 FIXTURES = Path(__file__).parent / "fixtures" / "exporter"
@@ -409,7 +410,10 @@ def _toy_target(fingerprints):
         Step("step1", "1-toy", "Fix the toy crop", tests=("CropTest",), summary="Fixes the toy crop."),
         Step("step2", "2-model", "Refuse crops of the toy model cache", behaviour_changes=("It refuses.",)),
     )
-    return Target("v5_14", "toy", ">=5.14.0,<5.15", "5.14.1", steps, fingerprints)
+    related = "- #47977 clamps in `DynamicLayer` only.\n- #47720 renamed the argument."
+    return Target(
+        "v5_14", "toy backport", ">=5.14.0,<5.15", "5.14.1", steps, fingerprints, related=related, closes_issue=True
+    )
 
 
 @pytest.fixture
@@ -582,6 +586,19 @@ def test_export_writes_a_patch_and_a_short_pr_text_per_step(synthetic):
     assert report.series.read_text().count("Subject: [PATCH") == 2
 
 
+def test_a_backport_stack_points_to_the_main_stack(synthetic):
+    # Every pull request lands on upstream `main` first: a backport's texts say which stack goes first
+    _, _, _, export = synthetic
+    main = get_target("v5_24")
+    assert "the stack for `main`" not in export().steps[0].pr.read_text()
+    backport = dataclasses.replace(export().target, backport_of=main.name)
+    text = export(target=backport).steps[0].pr.read_text()
+    assert (
+        f"of the toy backport of the fix for #47433 (the stack for `main`, on transformers {main.sdist_version}"
+        in text
+    )
+
+
 def test_export_again_changes_nothing(synthetic):
     repo, overlay_dirs, _, export = synthetic
     first = export()
@@ -665,15 +682,26 @@ def test_the_real_overlay_fits_the_installed_release():
             assert check_base(source, module, V5_14.fingerprints) == [], module.path
 
 
-def test_every_exported_test_class_belongs_to_one_step():
+@pytest.mark.parametrize("target", TARGETS, ids=lambda target: target.name)
+def test_every_exported_test_class_belongs_to_one_step(target):
     from cache_crop_fix.export.transplant import test_classes
 
-    # Every exported test file of the target (tests/v5_14/utils/..., tests/v5_14/generation/..., ...)
-    files = sorted((exporter.PROJECT_ROOT / "tests" / "v5_14").rglob("test_*.py"))
-    assert len(files) >= 3, files
-    owned = [name for step in V5_14.steps for name in step.tests]
+    # Every exported test file of the target (tests/<target>/utils/..., tests/<target>/generation/..., ...)
+    tests_dir = exporter.PROJECT_ROOT / "tests" / target.name
+    files = [tests_dir / Path(path).relative_to("tests") for path in plan.exported_test_files(tests_dir)]
+    assert files, tests_dir
+    owned = [name for step in target.steps for name in step.tests]
     assert sorted(owned) == sorted(name for path in files for name in test_classes(path.read_text()))
-    assert all(set(step.api_tests) <= set(step.tests) for step in V5_14.steps)
+    assert all(set(step.api_tests) <= set(step.tests) for step in target.steps)
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=lambda target: target.name)
+def test_every_step_has_a_pull_request_text(target):
+    for step in target.steps:
+        assert step.tests and step.summary and step.behaviour_changes, step.package
+    assert target.related
+    # The backport points to the stack that lands first, on upstream `main`
+    assert [other.name for other in TARGETS if other.backport_of is None] == [TARGETS[0].name]
 
 
 # --------------------------------------------------------------------------------------------------------------------

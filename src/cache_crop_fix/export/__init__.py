@@ -142,7 +142,7 @@ def export(
             verification = VerifyReport([StepVerification(**step) for step in previous["steps"]], previous["seconds"])
     for index, step in enumerate(steps):
         step.verification = verification.steps[index] if verification else None
-        text = pr_text(step.plan, stack.steps, step.commit, step.ruff, step.verification, the_base)
+        text = pr_text(step.plan, stack.steps, step.commit, step.ruff, step.verification, the_base, stack.target)
         write_if_changed(step.pr, text)
         step.pr_lines = lines_outside_details(text)
     return ExportReport(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..targets import Target, get_target
 from .base import Base
 from .commit import StepCommit
 from .format import RuffReport
@@ -15,13 +16,6 @@ from .verify import StepVerification
 
 ISSUE = 47433
 REVIEWERS = "@zucchini-nlp @Cyrilvallez"
-RELATED = (
-    "- #47977 (open) clamps oversized negative crops in `DynamicLayer` only; the first PR of this stack covers it and "
-    "also fixes `crop(0)` and the layers that compute the same index.\n"
-    "- #47720 (5.15) renamed the argument to `tokens_to_remove`, where `0` removes nothing. This stack keeps the 5.14 "
-    "contract (`0` is an absolute target) and accepts `tokens_to_remove=` with its 5.15 meaning, so code can migrate "
-    "before upgrading."
-)
 AI_CHECKBOX = "- [ ] I confirm that this is not a pure code agent PR."
 
 
@@ -47,13 +41,18 @@ def pr_text(
     ruff: RuffReport,
     verification: StepVerification | None,
     base: Base,
+    target: Target,
 ) -> str:
     total = len(plans)
     previous = plans[plan.number - 2].branch if plan.number > 1 else None
+    what = f"the fix for #{ISSUE}"
+    if target.backport_of:
+        main = get_target(target.backport_of)
+        what = f"the {target.label} of {what} (the stack for `main`, on transformers {main.sdist_version}, goes first)"
     position = (
-        f"Part {plan.number} of {total} of the fix for #{ISSUE}"
+        f"Part {plan.number} of {total} of {what}"
         + (f", on top of `{previous}` (review that one first)." if previous else ".")
-        + (f" Fixes #{ISSUE}." if plan.number == 1 else "")
+        + (f" Fixes #{ISSUE}." if plan.number == 1 and target.closes_issue else "")
     )
     lines = [f"# {plan.step.title}", "## What does this PR do?", plan.step.summary, position, ""]
     if plan.step.behaviour_changes:
@@ -98,7 +97,9 @@ def pr_text(
             "- Built on the PyPI sdist, which has no `tests/utils/`: this branch and its patch are for `pip install`. "
             "The pull request is made from an export on a transformers checkout (`--repo`)."
         )
-    lines += ["", *details, "## Related", RELATED, ""]
+    lines += ["", *details]
+    if target.related:
+        lines += ["## Related", target.related, ""]
     lines += [
         "## Code Agent Policy",
         AI_CHECKBOX,

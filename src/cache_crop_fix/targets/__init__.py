@@ -41,6 +41,12 @@ class Target:
     # What #47433's reproduction (`crop(0)`, then `crop(-5)`, each on a fresh 3-token `DynamicCache`) keeps with the
     # fix, under this release line's own meaning of `crop`
     seed_lengths: tuple[int, int] = (0, 0)
+    related: str = ""  # the "Related" section of its pull request texts (markdown)
+    # The target this one backports, if any: every pull request must land on upstream `main` first, so the backport's
+    # texts point to the `main` stack
+    backport_of: str | None = None
+    # Whether its first pull request closes #47433 (reported against 5.14; on `main`, `crop(0)` already removes nothing)
+    closes_issue: bool = False
 
     @property
     def overlay_package(self) -> str:
@@ -56,7 +62,8 @@ class Target:
 def _load_targets() -> tuple[Target, ...]:
     from . import v5_14, v5_24
 
-    return (v5_14.TARGET, v5_24.TARGET)
+    # Upstream `main` first: its stack is the one that is reviewed first, the 5.14 one is its backport
+    return (v5_24.TARGET, v5_14.TARGET)
 
 
 TARGETS: tuple[Target, ...] = _load_targets()

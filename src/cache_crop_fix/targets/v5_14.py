@@ -20,6 +20,17 @@ for argument in (0, -5):
     print(cache.get_seq_length())  # 5.14.1: 3, then 1 (stale tokens). With this PR: 0, then 0
 ```"""
 
+RELATED = (
+    "- This stack is the backport of the `main` stack (`fix-cache-crop-1-clamp` ... on transformers 5.24), which "
+    "lands first; it keeps the 5.14 meaning of `crop` (`0` and positive values are absolute targets) and deprecates "
+    "it.\n"
+    "- #47977 (open) clamps oversized negative crops in `DynamicLayer` only; the first PR of this stack covers it and "
+    "also fixes `crop(0)` and the layers that compute the same index.\n"
+    "- #47720 (5.15) renamed the argument to `tokens_to_remove`, where `0` removes nothing. This stack keeps the 5.14 "
+    "contract (`0` is an absolute target) and accepts `tokens_to_remove=` with its 5.15 meaning, so code can migrate "
+    "before upgrading."
+)
+
 STEPS = (
     Step(
         "step1_clamp",
@@ -215,4 +226,7 @@ TARGET = Target(
     sdist_version="5.14.1",
     steps=STEPS,
     fingerprints=FINGERPRINTS,
+    related=RELATED,
+    backport_of="v5_24",
+    closes_issue=True,
 )

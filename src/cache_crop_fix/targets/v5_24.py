@@ -8,36 +8,131 @@ is checked before any changes, and every layer type crops exactly or refuses cle
 from . import Step, Target
 
 
+RELATED = (
+    "- #47720 (5.15) made the argument `tokens_to_remove`; this stack keeps its meaning and makes every layer type "
+    "honour it exactly or refuse before anything changes (the audit asked for in #47433).\n"
+    "- #47977 (open) clamps oversized removals in `DynamicLayer` only.\n"
+    "- #49036: recurrent states cannot be rolled back by a few tokens; they are refused here, not kept stale.\n"
+    "- The 5.14 backport of this stack (`crop(0)` empties the cache there) is a separate stack on `v5.14-release`."
+)
+
+REPRODUCTION = """\
+```python
+import torch
+from transformers.cache_utils import DynamicSlidingWindowLayer
+layer = DynamicSlidingWindowLayer(sliding_window=4)
+layer.activate_past_recording()
+states = torch.arange(6, dtype=torch.float32).reshape(1, 1, 6, 1)
+layer.update(states, states.clone())
+layer.crop(-8)  # remove more tokens than the layer holds
+print(layer.cumulative_length)  # 5.24.0: -2, and the next `update` reports a length of -1. With this PR: 0
+```"""
+
 STEPS = (
     Step(
         "step1_clamp",
         "1-clamp",
         "Clamp oversized `crop` removals on dynamic cache layers and check `crop` arguments",
-        ("DynamicLayersCropTest", "CropArgumentsTest"),
+        tests=("DynamicLayersCropTest", "CropArgumentsTest"),
+        api_tests=("CropArgumentsTest",),
+        summary=(
+            "`crop(tokens_to_remove)` (#47720) removes the last `-tokens_to_remove` tokens. Removing more tokens than "
+            "a layer holds is what a full rollback does (`crop(-cache.get_seq_length())` when layers differ in "
+            "length), but outside `DynamicLayer` it is not clamped: a sliding-window layer that records its past "
+            "drives `cumulative_length` negative, and the next `update` reports a wrong length.\n\n"
+            + REPRODUCTION
+            + "\n\nEvery dynamic layer now clamps the removal to what it holds, `DynamicIndexedLayer` cuts its "
+            "indexer positions with its keys, and `crop` checks its argument once: `False`, floats, `None` and "
+            "tensors of more than one element raise a `TypeError` that says what was passed, instead of acting as "
+            "`0` or failing inside the layer. Each layer also gets a `_check_crop` hook (a no-op here) that the next "
+            "PR uses to check every layer before any changes."
+        ),
+        behaviour_changes=(
+            "Removing more tokens than a dynamic layer holds empties it (a sliding-window layer's `cumulative_length` "
+            "went negative).",
+            "Arguments that are not integers (bool, float, str, `None`, tensors of more than one element) raise a "
+            "`TypeError`; `crop(False)` removed nothing. Ints, numpy integers and 0-d integer tensors (as `generate` "
+            "passes) are accepted as before.",
+        ),
     ),
     Step(
         "step2_atomic",
         "2-atomic",
         "Check every cache layer before `crop` changes any; crop linear attention layers exactly or refuse",
-        ("CacheCropTest", "LinearAttentionCropTest", "AssistedDecodingCropTest"),
+        tests=("CacheCropTest", "LinearAttentionCropTest", "AssistedDecodingCropTest"),
+        summary=(
+            "`Cache.crop` cropped layer by layer, so a layer that refuses left the layers before it cropped (the "
+            "outcome depended on layer order), and `Cache.is_croppable` could say `True` for a cache that then "
+            "refused. It now asks every layer first (`_check_crop`) and changes nothing when one cannot honour the "
+            "crop. Linear attention layers roll back the conv states they recorded (`activate_past_recording`), "
+            "clamped and padded to the kernel size, and refuse when their recurrent states would have to be undone "
+            "(#49036) instead of keeping them silently; a removal of every cached token is a full rollback that "
+            "resets them. A never-filled linear attention layer no longer fails on `None` states. Assisted decoding "
+            "rolls the assistant back fully, and re-encodes, when its cache refuses to remove the rejected tokens."
+        ),
+        behaviour_changes=(
+            "A crop that some layer cannot honour exactly raises before any layer changes (it used to crop the layers "
+            "before the refusing one).",
+            "Partial crops of linear attention layers with recurrent states raise instead of keeping stale states; "
+            "removing every cached token resets them.",
+        ),
     ),
     Step(
         "step3_static",
         "3-static",
         "Clamp `crop` on static cache layers and crop static hybrid layers",
-        ("StaticLayersCropTest",),
+        tests=("StaticLayersCropTest",),
+        summary=(
+            "The static layers (`StaticLayer`, `StaticIndexedLayer`, `StaticSlidingWindowLayer`) rewind their write "
+            "position without a bound, so an oversized removal drives it negative and the next `update` fails. They "
+            "now clamp it, zero the freed slots and move their side tensors (indexer positions) with the keys. "
+            "`StaticSlidingWindowLayer` refuses, as its own `is_croppable` says, a crop that needs tokens its window "
+            "already overwrote. The two static hybrid layers (`LinearAttentionAndStaticFullAttentionLayer`, "
+            "`LinearAttentionAndStaticSlidingWindowAttentionLayer`) had no `crop` of their own, so their attention "
+            "part kept every token: they now crop both parts, or neither."
+        ),
+        behaviour_changes=(
+            "Oversized removals empty static layers (their write position went negative).",
+            "A static sliding-window layer whose window wrapped around refuses partial crops (it cropped tokens it "
+            "had already evicted); a full rollback still works.",
+            "Static hybrid layers crop their attention part too.",
+        ),
     ),
     Step(
         "step4_quantized",
         "4-quantized",
         "Crop the quantized states of quantized cache layers",
-        ("QuantizedLayersCropTest",),
+        tests=("QuantizedLayersCropTest",),
+        summary=(
+            "`QuantizedLayer` and `Fp8QuantizedLayer` inherit `DynamicLayer.crop`, which cuts only the residual "
+            "(original precision) part, never the quantized tensors or `cumulative_length`, or raises an "
+            "`IndexError`. A full rollback now empties both parts; `Fp8QuantizedLayer` cuts its FP8 states "
+            "exactly (their scale is frozen); `QuantizedLayer` removes tokens from its residual part and refuses, "
+            "before changing anything, a crop that reaches into the quantized part."
+        ),
+        behaviour_changes=(
+            "`QuantizedCache.crop` keeps `cumulative_length` and both parts consistent, or raises before changing "
+            "anything.",
+        ),
     ),
     Step(
         "step5_models",
         "5-models",
         "Crop the model-specific cache layers exactly, or refuse clearly",
-        ("ModelCacheLayersCropTest",),
+        tests=("ModelCacheLayersCropTest",),
+        summary=(
+            "DeepSeek-V4's compressed-attention caches now roll their compressor buffers back with the sliding "
+            "window, and refuse a crop that would reopen an entry the compressor already closed (they kept a stale "
+            "state). The MiniMax-M3-VL sparse layers cut their index keys with the key and value states, however "
+            "many tokens are removed, and the static one clamps. UnlimitedOcr's reference sliding-window layers "
+            "remove the sliding tokens first, then the reference (prefill) ones, and refuse what their window "
+            "dropped; the static one had no `crop`."
+        ),
+        behaviour_changes=(
+            "`DeepseekV4HCACache`/`DeepseekV4CSACache.crop` keep their compressor buffers consistent, or raise before "
+            "changing anything.",
+            "MiniMax-M3-VL and UnlimitedOcr cache layers crop exactly or refuse.",
+        ),
     ),
 )
 
@@ -84,4 +179,5 @@ TARGET = Target(
     steps=STEPS,
     seed_lengths=(3, 0),  # 5.24: `crop(0)` removes nothing
     fingerprints=FINGERPRINTS,
+    related=RELATED,
 )
