@@ -287,6 +287,13 @@ class LinearAttentionLayer:
             self.lazy_initialization(recurrent_states=recurrent_states, state_idx=state_idx)
         if getattr(self, "history", None) is not None and self.number_of_states == 1:
             self.recurrent_states[state_idx] = recurrent_states
+            # The history rolls this layer back: its conv states need no more than the convolution's window (copied
+            # out of a long prefill, so that the history does not keep the prefill's conv states alive)
+            conv_states, kernel_size = self.conv_states[state_idx], self.conv_kernel_size[state_idx]
+            if self.is_conv_states_initialized[state_idx] and conv_states.shape[-1] > kernel_size:
+                window = conv_states[..., -kernel_size:]
+                self.conv_states[state_idx] = window.clone() if conv_states.shape[-1] > 2 * kernel_size else window
+                self._history_conv_version = _tensor_version(self.conv_states[state_idx])
             return recurrent_states
         # Note that we copy instead of assigning, to preserve the static address for cudagraphs
         self.recurrent_states[state_idx].copy_(recurrent_states)
