@@ -181,6 +181,33 @@ ASSISTANTS = {
     ),
 }
 if IS_MAIN:
+    # Hybrid models of 5.24 only
+    ASSISTANTS["olmo_hybrid"] = (
+        "OlmoHybridConfig",
+        "OlmoHybridForCausalLM",
+        {key: value for key, value in GATED_DELTA_NET.items() if key != "head_dim"},
+    )
+    # Kimi Linear writes its conv states in place in single-token forward passes, without telling the cache (it does
+    # not check `cache.is_recording_past`): its history cannot restore them, so its crops are refused
+    REFUSING_ASSISTANTS = {
+        "kimi_linear": (
+            "KimiLinearConfig",
+            "KimiLinearForCausalLM",
+            {
+                "moe_intermediate_size": 16,
+                "kv_lora_rank": 8,
+                "qk_rope_head_dim": 4,
+                "v_head_dim": 8,
+                "qk_nope_head_dim": 4,
+                "num_experts_per_tok": 2,
+                "num_local_experts": 4,
+                "linear_head_dim": 8,
+                "linear_num_heads": 2,
+                "layer_types": ["linear_attention", "full_attention"],
+                "mlp_layer_types": ["dense", "dense"],
+            },
+        )
+    }
     # Zaya hands `update_conv_state` a whole conv window per forward and reads every recorded state back: it cannot
     # run with a cache that records its past (stock 5.24 fails alike), so it cannot be an assistant there
     del ASSISTANTS["zaya"]
@@ -417,3 +444,20 @@ class LinearAttentionAssistantTest(unittest.TestCase):
             assistant(_input_ids(5), **{CACHE_KWARG: past_key_values}, use_cache=True)
         self.assertEqual(generator._get_assistant_rollback(past_key_values), "history")
         self.assertEqual(generator._get_assistant_rollback(DynamicCache()), "exact")
+
+    @unittest.skipUnless(IS_MAIN, "5.24 models only")
+    def test_refused_rollbacks_fall_back_to_a_full_rollback_said_once(self):
+        # Kimi Linear's conv states change without the cache being told: the history refuses to restore them, the
+        # assistant cache is rolled back fully (exact, slow), and this is said once
+        ASSISTANTS.update(REFUSING_ASSISTANTS)
+        try:
+            assistant = _assistant("kimi_linear")
+        finally:
+            for name in REFUSING_ASSISTANTS:
+                del ASSISTANTS[name]
+        logger = transformers.utils.logging.get_logger(candidate_generator.__name__)
+        with CaptureLogger(logger) as captured, _AssistantSpy(assistant) as spy:
+            sequences = _generate(9, assistant)
+        self.assertEqual(sequences.tolist(), _greedy(9).tolist())
+        self.assertEqual(captured.out.count("encodes the whole sequence"), 1, captured.out)
+        self.assertTrue(all(rollback["kept"] == 0 for rollback in spy.rounds))

@@ -43,15 +43,21 @@ class AssistedCandidateGenerator:
                 try:
                     cache.crop(-tokens_to_remove)
                 except (ValueError, RuntimeError) as error:
-                    # A refused `crop` changed nothing (e.g. recurrent states written in place by a kernel before the
-                    # history noticed and started copying them): roll back fully this time, slower but exact
-                    from ..utils import logging
+                    # A refused `crop` changed nothing. Roll back fully this time, slower but exact: once for recurrent
+                    # states written in place by a kernel before the history noticed it and started copying them,
+                    # and from the second refusal on for good (e.g. a model that writes its states without telling
+                    # the cache)
+                    self._assistant_refused_crops = getattr(self, "_assistant_refused_crops", 0) + 1
+                    if self._assistant_refused_crops == 1:
+                        from ..utils import logging
 
-                    logging.get_logger(__name__).warning_once(
-                        f"The assistant cache (`{cache.__class__.__name__}`) could not remove {tokens_to_remove} "
-                        f"token(s): {error} It is emptied instead, and the assistant encodes the whole sequence again, "
-                        "which is exact but slow."
-                    )
+                        logging.get_logger(__name__).warning(
+                            f"The assistant cache (`{cache.__class__.__name__}`) could not remove {tokens_to_remove} "
+                            f"token(s): {error} It is emptied instead, and the assistant encodes the whole sequence "
+                            "again, which is exact but slow."
+                        )
+                    else:
+                        self._assistant_rollback = "full"
                     cache.crop(-cache.get_seq_length())
             self.assistant_kwargs = _prepare_attention_mask(
                 self.assistant_kwargs, input_ids.shape[-1], self.assistant_model.config.is_encoder_decoder
