@@ -1058,3 +1058,22 @@ class LinearAttentionHistoryTest(unittest.TestCase):
         cache = _history_cache(history_length=2)
         _linear_forward(cache, [1, 2])
         self.assertTrue(cache.is_croppable)
+
+    def test_states_created_under_inference_mode_are_not_trusted(self):
+        # In-place writes to inference tensors leave no trace in their version counter: the history refuses them
+        with torch.inference_mode():
+            cache = _history_cache(history_length=3)
+            _linear_forward(cache, [1, 2])
+            _linear_forward(cache, [3])
+            with self.assertRaises(RuntimeError) as context:
+                cache.crop(-1)
+        self.assertIn("inference_mode", str(context.exception))
+
+    def test_reorder_cache_forgets_the_history(self):
+        cache = _history_cache(history_length=3)
+        _linear_forward(cache, [1, 2])
+        _linear_forward(cache, [3])
+        cache.reorder_cache(torch.tensor([0]))
+        self.assertEqual(len(cache.layers[0].history), 0)
+        with self.assertRaises(RuntimeError):
+            cache.crop(-1)

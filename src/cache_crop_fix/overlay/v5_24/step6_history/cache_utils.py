@@ -90,6 +90,11 @@ class LinearAttentionCacheLayerMixin:
         ):
             if _tensor_version(conv_state) != conv_version or _tensor_version(recurrent_state) != recurrent_version:
                 return None
+            # In-place writes to inference tensors (`torch.inference_mode()`) leave no trace: they cannot be trusted
+            if any(
+                t is not None and torch.is_inference(t) for t in (conv_state, recurrent_state, self.conv_states[0])
+            ):
+                return None
             total += num_tokens
             if total >= number_of_tokens:
                 return depth if total == number_of_tokens else None
@@ -119,7 +124,8 @@ class LinearAttentionCacheLayerMixin:
                 lengths = [entry[0] for entry in history]
                 hint = (
                     f"Its history can restore the states before each of its last {len(history)} update(s), which "
-                    f"added {lengths} token(s), unless a kernel wrote them in place."
+                    f"added {lengths} token(s), unless they were written in place since, or created under "
+                    "`torch.inference_mode()` (where in-place writes cannot be detected)."
                 )
             raise RuntimeError(
                 f"Cannot remove {number_of_tokens} token(s) from a `{layer_name}`: its recurrent states summarize "
@@ -208,6 +214,19 @@ class LinearAttentionCacheLayerMixin:
             self.has_previous_state[i] = False
         if history is not None:
             history.clear()
+            self._history_conv_version = _tensor_version(self.conv_states[0])
+
+    def reorder_cache(self, beam_idx: torch.LongTensor):
+        """Reorders the cache for beam search, given the selected beam indices. The history, kept in the previous
+        order, is forgotten."""
+        for i in range(self.number_of_states):
+            if self.is_conv_states_initialized[i]:
+                self.conv_states[i] = self.conv_states[i].index_select(0, beam_idx.to(self.device))
+            # recurrent_states can stay empty sometimes, see e.g. lfm2 which only uses the conv_states
+            if self.is_recurrent_states_initialized[i]:
+                self.recurrent_states[i] = self.recurrent_states[i].index_select(0, beam_idx.to(self.device))
+        if getattr(self, "history", None) is not None:
+            self.history.clear()
             self._history_conv_version = _tensor_version(self.conv_states[0])
 
     @property
