@@ -51,9 +51,11 @@ test: lint
 	$(MAKE) --no-print-directory test-main
 	$(MAKE) --no-print-directory test-default-kernels
 
-# The upstream main target: its upstream-style tests with the fix applied to transformers 5.24
+# The upstream main target: its upstream-style tests with the fix applied to transformers 5.24, and the project tests
+# that run on both targets
+MAIN_PROJECT_TESTS := tests/test_generation_history.py tests/test_stateful_history.py
 test-main: $(STAMP_MAIN)
-	$(PY_MAIN) -m pytest tests/v5_24
+	$(PY_MAIN) -m pytest tests/v5_24 $(MAIN_PROJECT_TESTS)
 
 test-default-kernels: $(STAMP)
 	ATEN_CPU_CAPABILITY=default $(PY) -m pytest -q $(NUMERIC_TESTS)
@@ -70,10 +72,12 @@ branch: $(STAMP)
 	$(PY) utils/export_upstream_branch.py
 
 # Cache.crop benchmarks, stock vs fixed (issue 5): writes docs/source/en/benchmarks.md and crop_latency.png; then
-# assisted decoding with linear attention assistants (issue 12), which writes its own section of benchmarks.md
-bench: $(STAMP)
+# assisted decoding with linear attention assistants (issue 12), on each target, which writes its own sections of
+# benchmarks.md
+bench: $(STAMP) $(STAMP_MAIN)
 	$(PY) benchmarks/bench_crop.py
 	$(PY) benchmarks/bench_assisted_history.py
+	$(PY_MAIN) benchmarks/bench_assisted_history.py
 
 # The supported Python and torch versions (noxfile.py; downloads torch for Pythons without a local wheel). Not part of
 # `make test`. `make matrix NOXFLAGS="-s fork"` runs one session.

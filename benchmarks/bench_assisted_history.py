@@ -1,4 +1,4 @@
-"""Benchmarks assisted decoding with linear attention assistants (step 7: exact rollback from a state history).
+"""Benchmarks assisted decoding with linear attention assistants (the history step: exact rollback from a state history).
 
 The main model is a tiny random Llama (16 layers, hidden size 256). The assistants share its embeddings and its head,
 so that their drafts are often accepted, and have layers of hidden size 256, sized to cost about the same per step:
@@ -7,18 +7,21 @@ so that their drafts are often accepted, and have layers of hidden size 256, siz
 - `lfm2`: LFM2-like, 3 short-convolution layers (conv states only) and 1 attention layer,
 - `llama`: the control, an attention-only Llama of the same shape.
 
-Each is run with the rollback of step 7 (`history`: the assistant cache is cropped exactly) and, for the linear
-attention assistants, with the full rollback of steps 1-6 (`full`: the assistant cache is emptied after every round
-and the assistant encodes the whole sequence again). Stock transformers 5.14 is not measured: there, the first
-rollback of a linear attention assistant raises (its cache does not record its past). Greedy decoding without an
-assistant is the baseline. 64 new tokens, 5 drafts per round, 1 thread; every configuration runs once per round, in
+Each is run with the rollback of the history step (`history`: the assistant cache is cropped exactly; step 7 of the
+5.14 backport, step 6 of `main`) and, for the linear attention assistants, with the full rollback of the earlier steps
+(`full`: the assistant cache is emptied after every round and the assistant encodes the whole sequence again), and on
+stock transformers of the installed target (`stock`: the whole fix reverted; on 5.14 the first rollback of a linear
+attention assistant raises, on 5.24 it crops the conv states and leaves the recurrent states stale, #49036). Greedy
+decoding without an assistant is the baseline. 64 new tokens, 5 drafts per round, 1 thread; every configuration runs once per round, in
 an order rotated from round to round, and the table reports medians over the rounds. Each assisted output is checked
 against greedy decoding.
 
-It writes its section of `docs/source/en/benchmarks.md` (between the `bench_assisted_history` markers, appended if
-missing), so it runs after `benchmarks/bench_crop.py` in `make bench`.
+It writes its section of `docs/source/en/benchmarks.md`, one per target (between the `bench_assisted_history` markers
+for 5.14, `bench_assisted_history_v5_24` for 5.24; appended if missing), so it runs after `benchmarks/bench_crop.py` in
+`make bench`, once in each target's venv.
 
     .venv/bin/python benchmarks/bench_assisted_history.py                 # the full run (several minutes)
+    .venv-v5_24/bin/python benchmarks/bench_assisted_history.py           # the same on transformers 5.24
     .venv/bin/python benchmarks/bench_assisted_history.py --quick --out-dir /tmp/bench   # tiny sizes (smoke test)
 """
 
@@ -35,6 +38,7 @@ import torch
 
 import cache_crop_fix
 import transformers
+from cache_crop_fix.targets import target_for
 from transformers import LlamaConfig, LlamaForCausalLM
 from transformers.cache_utils import LinearAttentionCacheLayerMixin
 from transformers.generation.candidate_generator import AssistedCandidateGenerator
@@ -42,7 +46,15 @@ from transformers.generation.candidate_generator import AssistedCandidateGenerat
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT_DIR = REPO / "docs" / "source" / "en"
-START, END = "<!-- bench_assisted_history:start -->", "<!-- bench_assisted_history:end -->"
+TARGET = target_for(transformers.__version__)
+# The history step of the installed target, e.g. "step 7" (5.14) or "step 6" (5.24)
+HISTORY_STEP = next(
+    f"step {index}" for index, step in enumerate(TARGET.steps, start=1) if step.package.endswith("_history")
+)
+MARKER = "bench_assisted_history" if TARGET.name == "v5_14" else f"bench_assisted_history_{TARGET.name}"
+START, END = f"<!-- {MARKER}:start -->", f"<!-- {MARKER}:end -->"
+# transformers 5.24 renamed the cache argument of models and of the assistant's keyword arguments
+CACHE_KWARG = "past_key_values" if TARGET.name == "v5_14" else "cache"
 NUM_ASSISTANT_TOKENS = 5
 ASSISTANTS = ("qwen3_next", "lfm2", "llama")
 
@@ -123,11 +135,21 @@ def build_models(quick: bool, scale: float) -> tuple[LlamaForCausalLM, dict]:
 def full_rollback():
     """The behaviour of steps 1-6: the assistant cache is emptied after every round (the assistant re-encodes)."""
     original = AssistedCandidateGenerator.__dict__["_get_assistant_rollback"]
-    AssistedCandidateGenerator._get_assistant_rollback = lambda self, past_key_values: "full"
+    AssistedCandidateGenerator._get_assistant_rollback = lambda self, cache: "full"
     try:
         yield
     finally:
         AssistedCandidateGenerator._get_assistant_rollback = original
+
+
+@contextlib.contextmanager
+def stock():
+    """Stock transformers of the installed target: the whole fix reverted."""
+    cache_crop_fix.revert()
+    try:
+        yield
+    finally:
+        cache_crop_fix.apply()
 
 
 def history_bytes(past_key_values) -> tuple[int, int]:
@@ -141,9 +163,9 @@ def history_bytes(past_key_values) -> tuple[int, int]:
             state += layer.recurrent_states[0].nbytes + layer.conv_states[0][..., -layer.conv_kernel_size[0] :].nbytes
         tensors = [getattr(layer, "_history_conv_state", None)]
         for entry in getattr(layer, "history", None) or ():
-            tensors += [entry[1], entry[2]]
+            tensors += list(entry)
         for tensor in tensors:
-            if tensor is not None and id(tensor) not in seen:
+            if isinstance(tensor, torch.Tensor) and id(tensor) not in seen:
                 seen.add(id(tensor))
                 held += tensor.nbytes
     return held, state
@@ -154,6 +176,7 @@ class Run:
 
     def __init__(self, main, assistant, prompt, new_tokens):
         self.forward_lengths, self.rounds, self.peak_history, self.state_bytes = [], 0, 0, 0
+        self.error = None
         hook = None
         original = AssistedCandidateGenerator.__dict__["_update_past_and_masks"]
         run = self
@@ -161,7 +184,7 @@ class Run:
         def spy(generator, input_ids, remove_from_pkv=0, num_added_tokens=1):
             has_past = original(generator, input_ids, remove_from_pkv, num_added_tokens)
             run.rounds += 1
-            held, state = history_bytes(generator.assistant_kwargs.get("past_key_values"))
+            held, state = history_bytes(generator.assistant_kwargs.get(CACHE_KWARG))
             run.peak_history = max(run.peak_history, held)
             run.state_bytes = max(run.state_bytes, state)
             return has_past
@@ -187,7 +210,10 @@ class Run:
         try:
             start = time.perf_counter()
             with torch.no_grad():
-                self.output = main.generate(prompt, do_sample=False, max_new_tokens=new_tokens, **kwargs)
+                try:
+                    self.output = main.generate(prompt, do_sample=False, max_new_tokens=new_tokens, **kwargs)
+                except (ValueError, RuntimeError) as error:  # stock 5.14: the first rollback of the assistant raises
+                    self.output, self.error = None, error
             self.seconds = time.perf_counter() - start
         finally:
             if hook is not None:
@@ -213,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--scale", type=float, default=0.2, help="scale of the projections inside decoder layers")
     parser.add_argument("--assistants", nargs="*", default=list(ASSISTANTS), choices=ASSISTANTS)
+    parser.add_argument("--no-stock", action="store_true", help="do not measure stock transformers")
     args = parser.parse_args(argv)
     quick = args.quick
     prompt_lengths = args.prompt_lengths or ([16, 32] if quick else [64, 256, 1024, 4096])
@@ -227,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
         configurations.append((name, "history" if name != "llama" else "exact", assistants[name]))
         if name != "llama":
             configurations.append((name, "full", assistants[name]))
+            if not args.no_stock:
+                configurations.append((name, "stock", assistants[name]))
 
     results = {}
     started = time.perf_counter()
@@ -238,7 +267,8 @@ def main(argv: list[str] | None = None) -> int:
         for round_idx in range(rounds):
             shift = round_idx % len(configurations)
             for name, mode, assistant in configurations[shift:] + configurations[:shift]:
-                with full_rollback() if mode == "full" else contextlib.nullcontext():
+                context = {"full": full_rollback, "stock": stock}.get(mode, contextlib.nullcontext)
+                with context():
                     run = Run(main_model, assistant, prompt, new_tokens)
                 results.setdefault((prompt_length, name, mode), []).append(run)
             print(
@@ -246,11 +276,22 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
 
+    python = ".venv/bin/python" if TARGET.name == "v5_14" else f".venv-{TARGET.name}/bin/python"
+    stock_note = (
+        "its first rollback of a linear attention assistant raises (the assistant cache does not record its past)"
+        if TARGET.name == "v5_14"
+        else "the assistant cache records its past, and `crop` removes the drafts from the conv states but leaves the "
+        "recurrent states of the Qwen3-Next-like assistant stale (#49036): fast, and wrong (the output still equals "
+        "greedy, since the main model verifies every draft; fewer drafts are accepted)"
+    )
     lines = [
         START,
-        "## Assisted decoding with linear attention assistants (step 7)",
+        # The 5.14 heading is linked from cache_crop.md as it is
+        f"## Assisted decoding with linear attention assistants ({HISTORY_STEP})"
+        if TARGET.name == "v5_14"
+        else f"## Assisted decoding with linear attention assistants on the {TARGET.label} ({HISTORY_STEP})",
         "",
-        f"`{' '.join(['.venv/bin/python', 'benchmarks/bench_assisted_history.py', *(argv if argv is not None else sys.argv[1:])]).strip()}`"
+        f"`{' '.join([python, 'benchmarks/bench_assisted_history.py', *(argv if argv is not None else sys.argv[1:])]).strip()}`"
         f" (also run by `make bench`). Main model: random Llama, {main_model.config.num_hidden_layers} layers, hidden "
         f"size {main_model.config.hidden_size}; assistants of the same hidden size sharing its embeddings and head "
         "(Qwen3-Next-like: 2 gated delta net layers + 1 attention layer; LFM2-like: 3 short-convolution layers + 1 "
@@ -258,9 +299,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.scale} so that drafts are often accepted. {new_tokens} new tokens, {NUM_ASSISTANT_TOKENS} drafts per round, greedy, 1 thread, "
         f"{rounds} interleaved rounds (medians). torch {torch.__version__}, transformers {transformers.__version__}.",
         "",
-        "- **rollback**: `history` = step 7 (exact crop of the assistant cache); `full` = steps 1-6 (the assistant "
-        "cache is emptied after every round and the assistant encodes the whole sequence again). Stock 5.14.1 is not "
-        "measured: its first rollback of a linear attention assistant raises.",
+        f"- **rollback**: `history` = {HISTORY_STEP} (exact crop of the assistant cache); `full` = the earlier steps (the "
+        "assistant cache is emptied after every round and the assistant encodes the whole sequence again); `stock` = "
+        f"stock transformers {transformers.__version__}: {stock_note}.",
         "- **speed-up**: greedy time / assisted time (median of the per-round ratios).",
         "- **assistant step**: median time of the assistant's one-token forward passes (the attention-only control "
         "is sized to cost about as much as the linear attention assistants).",
@@ -284,8 +325,13 @@ def main(argv: list[str] | None = None) -> int:
         )
         for name, mode, _ in configurations[1:]:
             runs = results[(prompt_length, name, mode)]
-            ratios = [g.seconds / r.seconds for g, r in zip(greedy, runs)]
             run = runs[0]
+            if run.error is not None:
+                lines.append(
+                    f"| {prompt_length} | {name} | {mode} | raises `{type(run.error).__name__}` | | | | | | | | |"
+                )
+                continue
+            ratios = [g.seconds / r.seconds for g, r in zip(greedy, runs)]
             same = all(r.output.tolist() == greedy_output for r in runs)
             history = f"{run.peak_history / 1024:.0f} KiB" if mode == "history" else ""
             state = f"{run.state_bytes / 1024:.0f} KiB" if run.state_bytes else ""

@@ -139,5 +139,6 @@ def test_assisted_history_benchmark_runs_and_writes_its_section(tmp_path):
     for row in rows:
         if row["rollback"] in ("history", "exact"):
             assert row["re-encodes"] == "0", row
-        if row["rollback"]:
+        # Stock 5.14 raises at the first rollback of a linear attention assistant (its cache does not record its past)
+        if row["rollback"] and not row["time (s)"].startswith("raises"):
             assert row["output = greedy"] == "yes", row

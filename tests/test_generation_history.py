@@ -32,6 +32,7 @@ from functools import cache
 from parameterized import parameterized
 
 import transformers
+from cache_crop_fix.targets import target_for
 from transformers import is_torch_available
 from transformers.testing_utils import CaptureLogger, require_torch
 
@@ -45,6 +46,9 @@ if is_torch_available():
     from transformers.generation.candidate_generator import AssistedCandidateGenerator
 
 
+# transformers 5.24 (the `main` target) renamed the cache argument of models and of the assistant's keyword arguments
+IS_MAIN = target_for(transformers.__version__).name == "v5_24"
+CACHE_KWARG = "cache" if IS_MAIN else "past_key_values"
 VOCAB_SIZE = 64
 NUM_ASSISTANT_TOKENS = 5
 MAX_NEW_TOKENS = 24
@@ -176,6 +180,41 @@ ASSISTANTS = {
         },
     ),
 }
+if IS_MAIN:
+    # Hybrid models of 5.24 only
+    ASSISTANTS["olmo_hybrid"] = (
+        "OlmoHybridConfig",
+        "OlmoHybridForCausalLM",
+        {key: value for key, value in GATED_DELTA_NET.items() if key != "head_dim"},
+    )
+    # Kimi Linear writes its conv states in place in single-token forward passes, without telling the cache (it does
+    # not check `cache.is_recording_past`): its history cannot restore them, so its crops are refused
+    REFUSING_ASSISTANTS = {
+        "kimi_linear": (
+            "KimiLinearConfig",
+            "KimiLinearForCausalLM",
+            {
+                "moe_intermediate_size": 16,
+                "kv_lora_rank": 8,
+                "qk_rope_head_dim": 4,
+                "v_head_dim": 8,
+                "qk_nope_head_dim": 4,
+                "num_experts_per_tok": 2,
+                "num_local_experts": 4,
+                "linear_head_dim": 8,
+                "linear_num_heads": 2,
+                "layer_types": ["linear_attention", "full_attention"],
+                "mlp_layer_types": ["dense", "dense"],
+            },
+        )
+    }
+    # Zaya hands `update_conv_state` a whole conv window per forward and reads every recorded state back: it cannot
+    # run with a cache that records its past (stock 5.24 fails alike), so it cannot be an assistant there
+    del ASSISTANTS["zaya"]
+# On 5.24, Mamba2 kernels write the recurrent states of single-token forwards in place, and never hand them to the
+# cache: the history notices it after the first draft and copies them from then on. A round that rejects every draft
+# of the first round cannot be undone then (the crop is refused) and the assistant cache is rolled back fully once.
+COPIES_AFTER_FIRST_DRAFT = {"bamba", "nemotron_h", "falcon_h1", "granitemoehybrid", "zamba2"} if IS_MAIN else set()
 # The two kinds the issue is about, checked in more detail (this tiny LFM2 never gets a draft accepted: Inkling is the
 # conv-only assistant whose rounds keep any number of drafts)
 RECURRENT_ASSISTANT, CONV_ASSISTANT = "qwen3_next", "inkling"
@@ -226,7 +265,7 @@ def _fresh_cache(model, input_ids):
     """The assistant cache after a fresh forward pass over `input_ids`."""
     past_key_values = DynamicCache(config=model.config)
     with torch.no_grad():
-        model(input_ids, past_key_values=past_key_values, use_cache=True)
+        model(input_ids, **{CACHE_KWARG: past_key_values}, use_cache=True)
     return past_key_values
 
 
@@ -267,7 +306,7 @@ class _AssistantSpy:
 
         def spy_update_past_and_masks(generator, input_ids, remove_from_pkv=0, num_added_tokens=1):
             has_past = original(generator, input_ids, remove_from_pkv, num_added_tokens)
-            past_key_values = generator.assistant_kwargs.get("past_key_values")
+            past_key_values = generator.assistant_kwargs.get(CACHE_KWARG)
             spy.calls += 1
             # From the second round on: the first one starts from an empty cache
             if has_past and spy.calls > 1:
@@ -319,16 +358,20 @@ class LinearAttentionAssistantTest(unittest.TestCase):
         self.assertGreaterEqual(len(spy.rounds), 3, "expected several drafting rounds")
         return spy
 
-    def assertNoReencoding(self, spy, prompt_length):
+    def assertNoReencoding(self, spy, prompt_length, full_rollbacks=0):
         """The prompt is encoded once; then each forward pass gets the token drafted or accepted last (and the last
-        draft too, when all of them were accepted)."""
+        draft too, when all of them were accepted), but for at most `full_rollbacks` re-encodings."""
         self.assertEqual(spy.forward_lengths[0], prompt_length)
-        self.assertLessEqual(max(spy.forward_lengths[1:]), 2, spy.forward_lengths)
+        reencodings = [length for length in spy.forward_lengths[1:] if length > 2]
+        self.assertLessEqual(len(reencodings), full_rollbacks, spy.forward_lengths)
 
-    def assertRollbacksExact(self, spy, name):
+    def assertRollbacksExact(self, spy, name, full_rollbacks=0):
         assistant = _assistant(name)
         for round_idx, rollback in enumerate(spy.rounds, start=1):
             kept = rollback["kept"]
+            if kept == 0 and full_rollbacks > 0:
+                full_rollbacks -= 1
+                continue
             # Every token but the newest one, or fewer if the assistant did not process the last draft yet
             self.assertGreater(kept, 0, f"round {round_idx}: full rollback")
             self.assertIn(kept, (rollback["intended"], rollback["intended"] - 1), f"round {round_idx}")
@@ -354,8 +397,9 @@ class LinearAttentionAssistantTest(unittest.TestCase):
     @parameterized.expand([(name, prompt_length) for name in ASSISTANTS for prompt_length in (5, 9)])
     def test_assistant_rolls_back_exactly_without_reencoding(self, name, prompt_length):
         spy = self._run(name, prompt_length)
-        self.assertNoReencoding(spy, prompt_length)
-        self.assertRollbacksExact(spy, name)
+        full_rollbacks = int(name in COPIES_AFTER_FIRST_DRAFT)
+        self.assertNoReencoding(spy, prompt_length, full_rollbacks)
+        self.assertRollbacksExact(spy, name, full_rollbacks)
 
     @parameterized.expand([(RECURRENT_ASSISTANT,), (CONV_ASSISTANT,)])
     def test_rounds_remove_from_none_to_all_drafts(self, name):
@@ -375,9 +419,9 @@ class LinearAttentionAssistantTest(unittest.TestCase):
             past_key_values = DynamicCache(config=assistant.config)
             input_ids = rollback["input_ids"]
             with torch.no_grad():
-                assistant(input_ids[:, :9], past_key_values=past_key_values, use_cache=True)
+                assistant(input_ids[:, :9], **{CACHE_KWARG: past_key_values}, use_cache=True)
                 for position in range(9, kept):
-                    assistant(input_ids[:, position : position + 1], past_key_values=past_key_values, use_cache=True)
+                    assistant(input_ids[:, position : position + 1], **{CACHE_KWARG: past_key_values}, use_cache=True)
             linear_layer = past_key_values.layers[0]
             restored = rollback["states"][1]  # the recurrent states of layer 0 (after its conv states)
             self.assertTrue(torch.equal(restored, linear_layer.recurrent_states[0]), f"round {round_idx}")
@@ -389,6 +433,8 @@ class LinearAttentionAssistantTest(unittest.TestCase):
         past_key_values.activate_past_recording()
         generator = AssistedCandidateGenerator.__new__(AssistedCandidateGenerator)
         logger = transformers.utils.logging.get_logger(candidate_generator.__name__)
+        # `warning_once` remembers the messages of the whole session: an earlier test may have said this one
+        transformers.utils.logging.warning_once.cache_clear()
         with CaptureLogger(logger) as captured:
             decisions = [generator._get_assistant_rollback(past_key_values) for _ in range(2)]
         self.assertEqual(decisions, ["full", "full"])
@@ -397,6 +443,23 @@ class LinearAttentionAssistantTest(unittest.TestCase):
         past_key_values = DynamicCache(config=assistant.config)
         past_key_values.activate_past_recording(history_length=6)
         with torch.no_grad():
-            assistant(_input_ids(5), past_key_values=past_key_values, use_cache=True)
+            assistant(_input_ids(5), **{CACHE_KWARG: past_key_values}, use_cache=True)
         self.assertEqual(generator._get_assistant_rollback(past_key_values), "history")
         self.assertEqual(generator._get_assistant_rollback(DynamicCache()), "exact")
+
+    @unittest.skipUnless(IS_MAIN, "5.24 models only")
+    def test_refused_rollbacks_fall_back_to_a_full_rollback_said_once(self):
+        # Kimi Linear's conv states change without the cache being told: the history refuses to restore them, the
+        # assistant cache is rolled back fully (exact, slow), and this is said once
+        ASSISTANTS.update(REFUSING_ASSISTANTS)
+        try:
+            assistant = _assistant("kimi_linear")
+        finally:
+            for name in REFUSING_ASSISTANTS:
+                del ASSISTANTS[name]
+        logger = transformers.utils.logging.get_logger(candidate_generator.__name__)
+        with CaptureLogger(logger) as captured, _AssistantSpy(assistant) as spy:
+            sequences = _generate(9, assistant)
+        self.assertEqual(sequences.tolist(), _greedy(9).tolist())
+        self.assertEqual(captured.out.count("encodes the whole sequence"), 1, captured.out)
+        self.assertTrue(all(rollback["kept"] == 0 for rollback in spy.rounds))

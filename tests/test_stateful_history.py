@@ -12,7 +12,12 @@ and order-sensitive: a restore to the wrong point shows). After every step:
 - a crop is accepted exactly when it is a full rollback, or when it removes the tokens of the last updates the history
   still holds (at most `history_length` of them, since the last full rollback); a refused crop changes nothing.
 
-These tests prove step 7: they fail without it (`pytest --stock`, or step 7 dropped from the target's steps).
+On transformers 5.24 (the `main` target) models hand every update to `update_conv_state` while the cache records its
+past (they check `cache.is_recording_past`), with only the new tokens and `conv_kernel_size`: the machine does the same,
+and never writes the conv states in place.
+
+These tests prove the history step (step 7 of the backport, step 6 of `main`): they fail without it (`pytest --stock`,
+or the step dropped from the target's steps).
 """
 
 from collections import deque
@@ -22,7 +27,12 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
+import transformers
+from cache_crop_fix.targets import target_for
 from transformers.cache_utils import Cache, DynamicLayer, LinearAttentionLayer
+
+
+IS_MAIN = target_for(transformers.__version__).name == "v5_24"
 
 
 KERNEL = 3
@@ -73,7 +83,9 @@ class HistoryMachine(RuleBasedStateMachine):
                 self.cache.update(keys, keys.clone(), layer_idx)
                 continue
             has_previous_state = self.cache.has_previous_state(layer_idx)
-            if has_previous_state and num_tokens == 1 and in_place_conv:
+            if IS_MAIN:
+                self.cache.update_conv_state(tokens.clone(), layer_idx=layer_idx, conv_kernel_size=KERNEL)
+            elif has_previous_state and num_tokens == 1 and in_place_conv:
                 conv_states = self.linear.conv_states[0]
                 conv_states.copy_(torch.cat([conv_states, tokens], dim=-1)[..., -conv_states.shape[-1] :])
             else:
@@ -133,7 +145,10 @@ class HistoryMachine(RuleBasedStateMachine):
         assert attention.keys[0, 0, :, 0].tolist() == self.uids
         assert self.linear.has_previous_state[0]
         last = ([0] * KERNEL + self.uids)[-KERNEL:]
-        assert self.linear.conv_states[0][..., -KERNEL:].tolist() == [[last] * CHANNELS]
+        conv_states = self.linear.conv_states[0]
+        # 5.24 keeps a recorded prefill shorter than the kernel as it is (the convolution pads it)
+        conv_states = torch.nn.functional.pad(conv_states, (max(KERNEL - conv_states.shape[-1], 0), 0))
+        assert conv_states[..., -KERNEL:].tolist() == [[last] * CHANNELS]
         assert torch.equal(self.linear.recurrent_states[0], _recurrent(self.uids))
 
 

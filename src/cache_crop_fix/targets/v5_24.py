@@ -134,6 +134,31 @@ STEPS = (
             "MiniMax-M3-VL and UnlimitedOcr cache layers crop exactly or refuse.",
         ),
     ),
+    Step(
+        "step6_history",
+        "6-history",
+        "Roll back linear-attention assistants exactly with a bounded state history",
+        tests=("LinearAttentionHistoryTest",),
+        api_tests=("LinearAttentionHistoryTest",),
+        summary=(
+            "Assisted decoding with a linear-attention assistant (Qwen3-Next-like gated delta rule) could not remove "
+            "a few drafted tokens: stock 5.24 cropped the conv states and left the recurrent states stale (#49036), "
+            "and with the previous steps the assistant cache is rolled back fully, so the assistant re-encodes the "
+            "whole sequence every round. Upstream's `snapshot()/restore()` attempt (#45846) was closed. "
+            "`activate_past_recording(history_length=n)` makes each linear-attention layer with recurrent states keep "
+            "the states from before each of its last `n` updates, with the number of tokens each added: `crop(-k)` "
+            "restores that point exactly when the last updates add up to `k` tokens, and refuses otherwise. Conv-only "
+            "layers need no history. The assistant's cache records its past from its first token, and the candidate "
+            "generator decides once how it rolls back."
+        ),
+        behaviour_changes=(
+            "Linear-attention assistants roll back exactly instead of re-encoding; a cache that can only be rolled "
+            "back fully says so once (`logger.warning_once`).",
+            "With a history, the recurrent states are the tensors the model hands over (no fixed buffer, no copy), "
+            "and are copied only when a kernel writes them in place; memory: state bytes times `history_length`.",
+            "`is_croppable` is true for linear attention layers with recurrent states when they keep a history.",
+        ),
+    ),
 )
 
 # The upstream methods the overlay replaces: `patcher.source_fingerprint` of their source. If the installed source
@@ -141,14 +166,20 @@ STEPS = (
 # `python -m cache_crop_fix fingerprints`.
 # Read from transformers 5.24.0
 FINGERPRINTS: dict[str, frozenset[str]] = {
+    "transformers.cache_utils.Cache.activate_past_recording": frozenset({"92ab199542b21909"}),
     "transformers.cache_utils.Cache.crop": frozenset({"f5ec7ef507b1051e"}),
     "transformers.cache_utils.DynamicIndexedLayer.crop": frozenset({"2809f6f48a5dafed"}),
     "transformers.cache_utils.DynamicLayer.crop": frozenset({"2a23d79eb17fe0e1"}),
     "transformers.cache_utils.DynamicSlidingWindowLayer.crop": frozenset({"4828691c691ceb3e"}),
     "transformers.cache_utils.LinearAttentionAndFullAttentionLayer.crop": frozenset({"5fd2756561f5b757"}),
     "transformers.cache_utils.LinearAttentionAndSlidingWindowAttentionLayer.crop": frozenset({"c4b507eab8599be1"}),
+    "transformers.cache_utils.LinearAttentionCacheLayerMixin.activate_past_recording": frozenset({"e0ef344a1257c906"}),
     "transformers.cache_utils.LinearAttentionCacheLayerMixin.crop": frozenset({"21cc50e2f0cf91d0"}),
     "transformers.cache_utils.LinearAttentionCacheLayerMixin.is_croppable": frozenset({"12ed969a7d235b6b"}),
+    "transformers.cache_utils.LinearAttentionCacheLayerMixin.reorder_cache": frozenset({"15ab090498b9cb05"}),
+    "transformers.cache_utils.LinearAttentionCacheLayerMixin.reset": frozenset({"bd1bc36cfc151d2d"}),
+    "transformers.cache_utils.LinearAttentionLayer.update_conv_state": frozenset({"a3cb5a9b54326b1f"}),
+    "transformers.cache_utils.LinearAttentionLayer.update_recurrent_state": frozenset({"1269b2100e6fbf2e"}),
     "transformers.cache_utils.StaticIndexedLayer.crop": frozenset({"b2bd645bcb89e37f"}),
     "transformers.cache_utils.StaticLayer.crop": frozenset({"3765188a4ed38cf6"}),
     "transformers.cache_utils.StaticSlidingWindowLayer.crop": frozenset({"08845cd2cd669ff7"}),

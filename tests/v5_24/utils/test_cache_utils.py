@@ -839,8 +839,241 @@ class AssistedDecodingCropTest(unittest.TestCase):
         accepted = torch.cat([candidates[:, : len(prompt) + 1], torch.tensor([[31]])], dim=-1)
         generator._update_past_and_masks(accepted)
         cache = generator.assistant_kwargs["cache"]
-        expected_length = accepted.shape[-1] - 2 if assistant_name == "attention" else 0
+        if assistant_name == "attention":
+            expected_length = accepted.shape[-1] - 2
+        elif hasattr(cache.layers[0], "history"):
+            # Recurrent states with a history (see `LinearAttentionHistoryTest`): only the rejected drafts are removed
+            expected_length = accepted.shape[-1] - 1
+        else:
+            expected_length = 0
         self.assertEqual(cache.get_seq_length(), expected_length)
 
         candidates, _ = generator.get_candidates(accepted)
         self.assertEqual(candidates[:, : accepted.shape[-1]].tolist(), accepted.tolist())
+
+
+# Linear attention history: a model-like forward pass over a cache made of one linear attention layer (a causal conv
+# of `HISTORY_KERNEL_SIZE` and a recurrent state that sums the tokens, like a gated delta rule without decay) and one
+# attention layer. While the cache records its past, 5.24's models hand every update of the conv states to
+# `update_conv_state` (new tokens only); the recurrent states are handed over as a new tensor, or written in place by a
+# single-token kernel (Mamba2's `selective_state_update`). Token values are small integers in float64: every state is
+# exact.
+HISTORY_KERNEL_SIZE = 3
+
+
+def _linear_forward(cache, token_values, in_place_recurrent=False):
+    tokens = torch.tensor(token_values, dtype=torch.float64).reshape(1, 1, -1).expand(1, 2, -1)
+    for layer_idx, layer in enumerate(cache.layers):
+        if not isinstance(layer, LinearAttentionLayer):
+            keys = tokens[:, :1, :, None]
+            cache.update(keys, keys.clone(), layer_idx)
+            continue
+        has_previous_state = cache.has_previous_state(layer_idx)
+        cache.update_conv_state(tokens.clone(), layer_idx=layer_idx, conv_kernel_size=HISTORY_KERNEL_SIZE)
+        if has_previous_state and in_place_recurrent and len(token_values) == 1:
+            layer.recurrent_states[0].add_(tokens.sum(dim=-1))
+        elif has_previous_state:
+            cache.update_recurrent_state(layer.recurrent_states[0] + tokens.sum(dim=-1), layer_idx=layer_idx)
+        else:
+            cache.update_recurrent_state(tokens.sum(dim=-1), layer_idx=layer_idx)
+
+
+def _history_cache(linear_first=True, history_length=None):
+    layers = [LinearAttentionLayer(), DynamicLayer()]
+    cache = Cache(layers=layers if linear_first else layers[::-1])
+    if history_length is None:
+        cache.activate_past_recording()
+    else:
+        cache.activate_past_recording(history_length=history_length)
+    return cache
+
+
+def _linear_states(cache):
+    """The conv states the next forward pass uses (the last `HISTORY_KERNEL_SIZE`, left-padded), and the recurrent
+    states."""
+    layer = next(layer for layer in cache.layers if isinstance(layer, LinearAttentionLayer))
+    conv_states = layer.conv_states[0]
+    conv_states = torch.nn.functional.pad(conv_states, (max(HISTORY_KERNEL_SIZE - conv_states.shape[-1], 0), 0))
+    return conv_states[..., -HISTORY_KERNEL_SIZE:].tolist(), layer.recurrent_states[0].tolist()
+
+
+def _expected_linear_states(token_values):
+    """The states of a fresh cache after one forward pass over `token_values`."""
+    cache = _history_cache()
+    _linear_forward(cache, token_values)
+    return _linear_states(cache)
+
+
+@require_torch
+class LinearAttentionHistoryTest(unittest.TestCase):
+    @parameterized.expand([(True,), (False,)])
+    def test_crop_restores_the_states_before_the_last_updates(self, linear_first):
+        # A prompt of 4 tokens, then 4 drafted tokens, one per forward pass (like an assistant model)
+        tokens = [1, 2, 3, 4, 5, 6, 7, 8]
+        for tokens_to_remove in range(1, 5):
+            cache = _history_cache(linear_first, history_length=5)
+            _linear_forward(cache, tokens[:4])
+            for token in tokens[4:]:
+                _linear_forward(cache, [token])
+
+            cache.crop(-tokens_to_remove)
+            kept = tokens[: len(tokens) - tokens_to_remove]
+            self.assertEqual(cache.get_seq_length(), len(kept))
+            self.assertEqual(_linear_states(cache), _expected_linear_states(kept))
+
+            # The cache goes on from there: two tokens at once, then one
+            _linear_forward(cache, [9, 10])
+            _linear_forward(cache, [11])
+            self.assertEqual(_linear_states(cache), _expected_linear_states(kept + [9, 10, 11]))
+            # And can be rolled back again, by the tokens of one or of both updates
+            cache.crop(-3)
+            self.assertEqual(_linear_states(cache), _expected_linear_states(kept))
+
+    def test_exact_states_values(self):
+        cache = _history_cache(history_length=3)
+        _linear_forward(cache, [1, 2])
+        _linear_forward(cache, [3])
+        _linear_forward(cache, [4])
+        cache.crop(-1)
+        self.assertEqual(_linear_states(cache), ([[[1.0, 2.0, 3.0]] * 2], [[6.0, 6.0]]))
+        cache.crop(-1)
+        self.assertEqual(_linear_states(cache), ([[[0.0, 1.0, 2.0]] * 2], [[3.0, 3.0]]))
+        # `crop(0)` removes nothing
+        cache.crop(0)
+        self.assertEqual(_linear_states(cache), ([[[0.0, 1.0, 2.0]] * 2], [[3.0, 3.0]]))
+
+    @parameterized.expand([(-2,), (-4,)])
+    def test_crop_within_an_update_raises_and_changes_nothing(self, tokens_to_remove):
+        cache = _history_cache(history_length=5)
+        _linear_forward(cache, [1, 2, 3])
+        _linear_forward(cache, [4, 5])
+        _linear_forward(cache, [6])
+        before = _linear_states(cache)
+
+        # The last updates added 1, then 2, then 3 tokens: 1, 3 or 6 tokens can be removed, but not 2 or 4
+        with self.assertRaises(RuntimeError) as context:
+            cache.crop(tokens_to_remove)
+        message = str(context.exception)
+        self.assertIn("LinearAttentionLayer", message)
+        self.assertIn("[3, 2, 1]", message)
+        self.assertIn("crop(-cache.get_seq_length())", message)
+        self.assertEqual(cache.get_seq_length(), 6)
+        self.assertEqual(_linear_states(cache), before)
+
+        cache.crop(-3)
+        self.assertEqual(_linear_states(cache), _expected_linear_states([1, 2, 3]))
+
+    def test_history_is_bounded(self):
+        cache = _history_cache(history_length=2)
+        _linear_forward(cache, [1, 2])
+        for token in [3, 4, 5, 6]:
+            _linear_forward(cache, [token])
+        layer = cache.layers[0]
+        self.assertEqual(len(layer.history), 2)
+
+        with self.assertRaises(RuntimeError):
+            cache.crop(-3)
+        cache.crop(-2)
+        self.assertEqual(_linear_states(cache), _expected_linear_states([1, 2, 3, 4]))
+        self.assertEqual(len(layer.history), 0)
+        with self.assertRaises(RuntimeError):
+            cache.crop(-1)
+
+    def test_full_rollback_resets_and_clears_the_history(self):
+        cache = _history_cache(history_length=3)
+        _linear_forward(cache, [1, 2])
+        _linear_forward(cache, [3])
+        kept_recurrent_states = cache.layers[0].history[-1][3]
+        cache.crop(-3)
+        layer = cache.layers[0]
+        self.assertEqual(cache.get_seq_length(), 0)
+        self.assertFalse(layer.has_previous_state[0])
+        self.assertEqual(len(layer.history), 0)
+        self.assertEqual(layer.recurrent_states[0].abs().sum().item(), 0)
+        # The tensors the model handed over are replaced, never zeroed
+        self.assertEqual(kept_recurrent_states.tolist(), [[3.0, 3.0]])
+
+        # A new prompt, then a rollback within it
+        _linear_forward(cache, [5, 6])
+        _linear_forward(cache, [7])
+        cache.crop(-1)
+        self.assertEqual(_linear_states(cache), _expected_linear_states([5, 6]))
+
+    def test_states_are_kept_without_copy(self):
+        cache = _history_cache(history_length=3)
+        layer = cache.layers[0]
+        _linear_forward(cache, [1, 2])
+        conv_states, recurrent_states = layer.conv_states[0], layer.recurrent_states[0]
+        _linear_forward(cache, [3])
+        # The history holds the very tensors of before the update: the model handed over new ones
+        num_tokens, kept_conv_states, _, kept_recurrent_states, _ = layer.history[-1]
+        self.assertEqual(num_tokens, 1)
+        self.assertIs(kept_conv_states, conv_states)
+        self.assertIs(kept_recurrent_states, recurrent_states)
+
+    def test_recurrent_states_written_in_place_are_copied_once_noticed(self):
+        cache = _history_cache(history_length=4)
+        _linear_forward(cache, [1, 2])
+        _linear_forward(cache, [3], in_place_recurrent=True)
+        before = _linear_states(cache)
+        # The states before the update were written in place: they cannot be restored, and nothing changes
+        with self.assertRaises(RuntimeError) as context:
+            cache.crop(-1)
+        self.assertIn("recurrent states", str(context.exception))
+        self.assertEqual(_linear_states(cache), before)
+
+        # From the next update on, the layer copies them
+        _linear_forward(cache, [4], in_place_recurrent=True)
+        _linear_forward(cache, [5], in_place_recurrent=True)
+        self.assertIsNot(cache.layers[0].history[-1][3], cache.layers[0].recurrent_states[0])
+        cache.crop(-2)
+        self.assertEqual(_linear_states(cache), _expected_linear_states([1, 2, 3]))
+        with self.assertRaises(RuntimeError):
+            cache.crop(-1)
+
+    def test_without_history_recurrent_states_cannot_be_rolled_back(self):
+        cache = _history_cache()
+        _linear_forward(cache, [1, 2])
+        _linear_forward(cache, [3])
+        self.assertFalse(cache.is_croppable)
+        with self.assertRaises(RuntimeError) as context:
+            cache.crop(-1)
+        self.assertIn("history_length", str(context.exception))
+
+    def test_conv_only_layers_keep_no_history(self):
+        cache = Cache(layers=[LinearAttentionLayer(), DynamicLayer()])
+        cache.activate_past_recording(history_length=4)
+        layer = cache.layers[0]
+        for token_values in ([1, 2, 3, 4], [5], [6]):
+            tokens = torch.tensor(token_values, dtype=torch.float64).reshape(1, 1, -1)
+            cache.update_conv_state(tokens, layer_idx=0, conv_kernel_size=HISTORY_KERNEL_SIZE)
+            cache.update(tokens[:, :, :, None], tokens[:, :, :, None], 1)
+        self.assertEqual(len(layer.history), 0)
+        self.assertTrue(cache.is_croppable)
+        # Their recorded conv states roll back by any number of recorded tokens
+        cache.crop(-2)
+        self.assertEqual(layer.conv_states[0].tolist(), [[[2.0, 3.0, 4.0]]])
+
+    def test_is_croppable_with_history(self):
+        cache = _history_cache(history_length=2)
+        _linear_forward(cache, [1, 2])
+        self.assertTrue(cache.is_croppable)
+
+    def test_states_created_under_inference_mode_are_not_trusted(self):
+        # In-place writes to inference tensors leave no trace in their version counter: the history refuses them
+        with torch.inference_mode():
+            cache = _history_cache(history_length=3)
+            _linear_forward(cache, [1, 2])
+            _linear_forward(cache, [3])
+            with self.assertRaises(RuntimeError) as context:
+                cache.crop(-1)
+        self.assertIn("inference_mode", str(context.exception))
+
+    def test_reorder_cache_forgets_the_history(self):
+        cache = _history_cache(history_length=3)
+        _linear_forward(cache, [1, 2])
+        _linear_forward(cache, [3])
+        cache.reorder_cache(torch.tensor([0]))
+        self.assertEqual(len(cache.layers[0].history), 0)
+        with self.assertRaises(RuntimeError):
+            cache.crop(-1)
