@@ -12,7 +12,7 @@ STAMP_MAIN := $(VENV_MAIN)/.installed
 # kernels (ATEN_CPU_CAPABILITY=default), so that a comparison that holds only on this CPU's kernels fails here
 NUMERIC_TESTS := tests/test_generation.py tests/test_generation_hybrid.py tests/test_call_sites.py
 
-.PHONY: install install-main test test-main test-default-kernels lint style clean branch bench matrix mutate
+.PHONY: install install-main test test-main test-default-kernels lint style clean branch bench matrix mutate audit
 
 install: $(STAMP)
 install-main: $(STAMP_MAIN)
@@ -68,6 +68,12 @@ clean:
 # The fix as a stack of upstream-style pull requests on transformers 5.14.1 (a branch, patch and PR text per step)
 branch: $(STAMP)
 	$(PY) utils/export_upstream_branch.py
+
+# The stock-vs-fixed audit of every cache layer type: each target's section of docs/source/en/cache_crop_audit.md, in
+# that target's venv
+audit: $(STAMP) $(STAMP_MAIN)
+	$(PY_MAIN) -m cache_crop_fix audit
+	$(PY) -m cache_crop_fix audit
 
 # Cache.crop benchmarks, stock vs fixed (issue 5): writes docs/source/en/benchmarks.md and crop_latency.png; then
 # assisted decoding with linear attention assistants (issue 12), which writes its own section of benchmarks.md
