@@ -51,9 +51,13 @@ test: lint
 	$(MAKE) --no-print-directory test-main
 	$(MAKE) --no-print-directory test-default-kernels
 
-# The upstream main target: its upstream-style tests with the fix applied to transformers 5.24
+# The project tests that hold for both targets (each skips what is specific to the other one)
+BOTH_TARGETS_TESTS := tests/test_audit.py $(NUMERIC_TESTS)
+
+# The upstream main target: its upstream-style tests with the fix applied to transformers 5.24, and the project tests
+# that hold for both targets
 test-main: $(STAMP_MAIN)
-	$(PY_MAIN) -m pytest tests/v5_24
+	$(PY_MAIN) -m pytest tests/v5_24 $(BOTH_TARGETS_TESTS)
 
 test-default-kernels: $(STAMP)
 	ATEN_CPU_CAPABILITY=default $(PY) -m pytest -q $(NUMERIC_TESTS)
