@@ -79,9 +79,11 @@ audit: $(STAMP) $(STAMP_MAIN)
 	$(PY_MAIN) -m cache_crop_fix audit
 	$(PY) -m cache_crop_fix audit
 
-# Cache.crop benchmarks, stock vs fixed (issue 5): writes docs/source/en/benchmarks.md and crop_latency.png; then
+# Cache.crop benchmarks, stock vs fixed (issue 5), in each target's venv: each writes its target's section of
+# docs/source/en/benchmarks.md and crop_latency_<target>.png; then
 # assisted decoding with linear attention assistants (issue 12), which writes its own section of benchmarks.md
-bench: $(STAMP)
+bench: $(STAMP) $(STAMP_MAIN)
+	$(PY_MAIN) benchmarks/bench_crop.py
 	$(PY) benchmarks/bench_crop.py
 	$(PY) benchmarks/bench_assisted_history.py
 
