@@ -12,7 +12,7 @@ STAMP_MAIN := $(VENV_MAIN)/.installed
 # kernels (ATEN_CPU_CAPABILITY=default), so that a comparison that holds only on this CPU's kernels fails here
 NUMERIC_TESTS := tests/test_generation.py tests/test_generation_hybrid.py tests/test_call_sites.py
 
-.PHONY: install install-main test test-main test-default-kernels lint style clean branch bench matrix mutate
+.PHONY: install install-main test test-main test-default-kernels lint style clean branch bench matrix mutate audit
 
 install: $(STAMP)
 install-main: $(STAMP_MAIN)
@@ -51,11 +51,13 @@ test: lint
 	$(MAKE) --no-print-directory test-main
 	$(MAKE) --no-print-directory test-default-kernels
 
+# The project tests that hold for both targets (each skips what is specific to the other one)
+BOTH_TARGETS_TESTS := tests/test_audit.py $(NUMERIC_TESTS) tests/test_generation_history.py tests/test_stateful_history.py
+
 # The upstream main target: its upstream-style tests with the fix applied to transformers 5.24, and the project tests
-# that run on both targets
-MAIN_PROJECT_TESTS := tests/test_generation_history.py tests/test_stateful_history.py
+# that hold for both targets
 test-main: $(STAMP_MAIN)
-	$(PY_MAIN) -m pytest tests/v5_24 $(MAIN_PROJECT_TESTS)
+	$(PY_MAIN) -m pytest tests/v5_24 $(BOTH_TARGETS_TESTS)
 
 test-default-kernels: $(STAMP)
 	ATEN_CPU_CAPABILITY=default $(PY) -m pytest -q $(NUMERIC_TESTS)
@@ -71,10 +73,17 @@ clean:
 branch: $(STAMP)
 	$(PY) utils/export_upstream_branch.py
 
-# Cache.crop benchmarks, stock vs fixed (issue 5): writes docs/source/en/benchmarks.md and crop_latency.png; then
-# assisted decoding with linear attention assistants (issue 12), on each target, which writes its own sections of
-# benchmarks.md
+# The stock-vs-fixed audit of every cache layer type: each target's section of docs/source/en/cache_crop_audit.md, in
+# that target's venv
+audit: $(STAMP) $(STAMP_MAIN)
+	$(PY_MAIN) -m cache_crop_fix audit
+	$(PY) -m cache_crop_fix audit
+
+# Cache.crop benchmarks, stock vs fixed (issue 5), in each target's venv: each writes its target's section of
+# docs/source/en/benchmarks.md and crop_latency_<target>.png; then assisted decoding with linear attention assistants
+# (issue 12), on each target, which writes its own sections of benchmarks.md
 bench: $(STAMP) $(STAMP_MAIN)
+	$(PY_MAIN) benchmarks/bench_crop.py
 	$(PY) benchmarks/bench_crop.py
 	$(PY) benchmarks/bench_assisted_history.py
 	$(PY_MAIN) benchmarks/bench_assisted_history.py

@@ -1,5 +1,7 @@
-"""The audit of every cache layer type (`python -m cache_crop_fix audit`): its checked-in report is up to date, the
-fixed column has no inconsistent case and no crash, and it detects the bugs of stock transformers.
+"""The audit of every cache layer type (`python -m cache_crop_fix audit`), for the target of the installed
+transformers: the fixed column has no inconsistent case and no crash, the audit finds the bugs of stock transformers
+(verdicts written here from each release's semantics, not produced by the audit), and its checked-in section is up to
+date (a regeneration check only). Runs under both venvs.
 
 The audit runs stock and fixed side by side itself (it reverts and re-applies the fix), so these tests give the same
 results with and without `pytest --stock`.
@@ -11,10 +13,13 @@ from pathlib import Path
 
 import pytest
 
+import transformers
 from cache_crop_fix import audit, patcher
+from cache_crop_fix.targets import target_for
 
 
 AUDIT_DOC = Path(__file__).resolve().parents[1] / "docs" / "source" / "en" / "cache_crop_audit.md"
+TARGET = target_for(transformers.__version__).name
 
 
 @functools.cache
@@ -30,13 +35,16 @@ def _problems(side):
     ]
 
 
-def test_regeneration_check_checked_in_audit_page_matches_the_generator():
-    """Only a regeneration check (the page and the expectation both come from `audit.render`): what the audit must
-    find is asserted independently in `test_audit_verdicts_match_independent_expectations`."""
+def test_regeneration_check_checked_in_audit_section_matches_the_generator():
+    """Only a regeneration check (the section and the expectation both come from `audit.render_section`): what the
+    audit must find is asserted independently in `test_audit_verdicts_match_independent_expectations`."""
     assert AUDIT_DOC.exists(), f"{AUDIT_DOC} is missing: run `python -m cache_crop_fix audit`"
-    assert AUDIT_DOC.read_text() == audit.render(list(_rows())), (
-        f"{AUDIT_DOC} is out of date: run `python -m cache_crop_fix audit`"
+    page = AUDIT_DOC.read_text()
+    assert audit.section_of(page, TARGET) == audit.render_section(list(_rows())), (
+        f"the {TARGET} section of {AUDIT_DOC} is out of date: run `python -m cache_crop_fix audit` under it"
     )
+    # Both targets' sections are on the page, the main target first
+    assert page.index("<!-- audit v5_24: begin -->") < page.index("<!-- audit v5_14: begin -->")
 
 
 def test_fixed_column_has_no_inconsistent_case_and_no_crash():
@@ -45,7 +53,13 @@ def test_fixed_column_has_no_inconsistent_case_and_no_crash():
     assert counts[audit.CORRECT] > 0 and counts[audit.REFUSED] > 0, counts
 
 
-def test_stock_column_shows_the_reported_bugs():
+def test_the_installed_target_is_audited():
+    assert audit.table().target == TARGET
+    assert all(row.case.argument.startswith("`crop(") for row in _rows())
+
+
+@pytest.mark.skipif(TARGET != "v5_14", reason="5.14.1's bugs")
+def test_stock_column_shows_the_reported_bugs_v5_14():
     """The audit can tell: on stock 5.14.1, `crop(0)` keeps the cache, oversized crops keep stale tokens, static
     layers have no `crop`, and quantized layers crash or keep their quantized part."""
     stock = {(row.case.family, row.case.scenario, row.case.argument): row.stock for row in _rows()}
@@ -55,6 +69,25 @@ def test_stock_column_shows_the_reported_bugs():
     static = stock[("StaticLayer (max_cache_len 8)", "3 tokens", "`crop(-1)`")]
     assert static.kind == audit.CRASH and "AttributeError" in static.detail
     assert len(_problems("stock")) > 100
+
+
+@pytest.mark.skipif(TARGET != "v5_24", reason="5.24.0's bugs")
+def test_stock_column_shows_the_reported_bugs_v5_24():
+    """The audit can tell (issue 11): on stock 5.24.0 the static family drives its counters negative, a refusing
+    layer leaves the earlier ones cropped, quantized layers crash, and a never-filled linear layer fails on `None`."""
+    stock = {(row.case.family, row.case.scenario, row.case.argument): row.stock for row in _rows()}
+    assert (
+        "get_seq_length() -2, expected 0" in stock[("StaticLayer (max_cache_len 8)", "3 tokens", "`crop(-5)`")].detail
+    )
+    family = "LinearAttentionLayer (conv kernel 2), after a DynamicLayer"
+    partial = stock[(family, "conv states, past not recorded", "`crop(-1)`")]
+    assert partial.kind == audit.INCONSISTENT and "after changing layer 0" in partial.detail
+    never_filled = stock[(family, "never updated (a `moe` placeholder)", "`crop(0)`")]
+    assert never_filled.kind == audit.CRASH and "NoneType" in never_filled.detail
+    fp8 = stock[("Fp8QuantizedLayer (exact scale 1/32)", "3 tokens at once", "`crop(-1)`")]
+    assert fp8.kind == audit.CRASH and "IndexError" in fp8.detail
+    # The issue's measurement (240 cases, other scenarios) found 64 wrong; this table finds as many families
+    assert len(_problems("stock")) > 60
 
 
 def test_every_layer_type_is_audited():
@@ -70,18 +103,29 @@ def test_every_layer_type_is_audited():
         and not name.endswith("Mixin")
     }
     # Layers that need an optional backend are audited through an exact test quantizer (their common `crop`)
-    optional = {"QuantoQuantizedLayer", "HQQQuantizedLayer"}
+    # (and 5.24's abstract base of the quantized layers through its two concrete kinds)
+    optional = {"QuantoQuantizedLayer", "HQQQuantizedLayer", "BaseQuantizedLayer"}
     assert layer_classes - optional <= audited, layer_classes - optional - audited
-    for model_specific in (
+    model_specific = {
         "MiniMaxM3VLSparseCacheLayer",
         "MiniMaxM3VLSparseStaticCacheLayer",
         "MiniMaxCache",
         "DeepseekV4HCACache",
         "DeepseekV4CSACache",
-    ):
-        assert model_specific in audited
+    }
+    if TARGET == "v5_24":
+        # New in 5.24: `Fp8QuantizedLayer` and the indexed layers are found above; `DummyLayer` (a placeholder that
+        # is no attention or linear attention layer), `DFlashCache` and UnlimitedOcr's layers are listed here
+        assert {"Fp8QuantizedLayer", "DynamicIndexedLayer", "StaticIndexedLayer"} <= layer_classes
+        model_specific |= {
+            "DummyLayer",
+            "DFlashCache",
+            "UnlimitedOcrDynamicReferenceSlidingWindowLayer",
+            "UnlimitedOcrStaticReferenceSlidingWindowLayer",
+        }
+    assert model_specific <= audited, model_specific - audited
     arguments = {row.case.argument for row in _rows()}
-    assert {f"`crop({argument})`" for argument in audit.ARGUMENTS} <= arguments
+    assert {f"`crop({argument})`" for argument in audit.table().arguments} <= arguments
 
 
 def test_audit_leaves_the_fix_as_it_found_it():
@@ -98,24 +142,29 @@ def test_audit_leaves_the_fix_as_it_found_it():
 
 
 @pytest.mark.parametrize("outdated", [False, True])
-def test_main_writes_and_checks(tmp_path, capsys, outdated):
+def test_main_writes_its_section_and_checks_it(tmp_path, capsys, outdated):
     output = tmp_path / "audit.md"
+    other = "v5_14" if TARGET == "v5_24" else "v5_24"
+    other_section = f"<!-- audit {other}: begin -->\nthe other target's tables\n<!-- audit {other}: end -->\n"
+    output.write_text(other_section)
     assert audit.main(["--output", str(output)]) == 0
-    assert output.read_text() == audit.render(list(_rows()))
+    page = output.read_text()
+    assert audit.section_of(page, TARGET) == audit.render_section(list(_rows()))
+    assert audit.section_of(page, other) == other_section, "the other target's section must be kept"
     if outdated:
-        output.write_text(output.read_text() + "edited by hand\n")
+        output.write_text(page.replace("| correct | correct |", "| correct | edited by hand |", 1))
     assert audit.main(["--check", "--output", str(output)]) == (1 if outdated else 0)
     captured = capsys.readouterr()
     assert audit.summary_line(list(_rows())) in captured.out
     assert ("out of date" in captured.err) == outdated
 
 
+CORRECT, REFUSED, INCONSISTENT, CRASH = audit.CORRECT, audit.REFUSED, audit.INCONSISTENT, audit.CRASH
 # What the audit must find, written here from the crop semantics (not produced by the audit): (family, scenario,
 # argument) -> (stock 5.14.1 verdict, fixed verdict). A 3-token layer is the running example: on stock, `crop(0)` is a
 # no-op and `crop(-5)` keeps 1 stale token (`[:-2]`), static layers have no `crop` at all (`AttributeError`), and linear
 # attention layers cannot tell a full rollback from a partial one.
-CORRECT, REFUSED, INCONSISTENT, CRASH = audit.CORRECT, audit.REFUSED, audit.INCONSISTENT, audit.CRASH
-EXPECTED_VERDICTS = {
+EXPECTED_VERDICTS_V5_14 = {
     ("DynamicLayer", "3 tokens", "`crop(2)`"): (CORRECT, CORRECT),
     ("DynamicLayer", "3 tokens", "`crop(0)`"): (INCONSISTENT, CORRECT),
     ("DynamicLayer", "3 tokens", "`crop(-1)`"): (CORRECT, CORRECT),
@@ -184,6 +233,81 @@ EXPECTED_VERDICTS = {
 }
 
 
+# The same for 5.24.0, from its semantics (`crop(-k)` removes k tokens, `crop(0)` nothing, positive raises) and the
+# failures issue 11 lists: `DynamicLayer` was already right there (it clamps), the static family drives its counters
+# negative, quantized layers inherit `DynamicLayer.crop` (IndexError or a cut of the residual part only), a refusing
+# linear layer leaves the earlier layers cropped, the static hybrids have no `crop` of their own, DeepSeek-V4's
+# compressor state is never rolled back, UnlimitedOcr's static reference-sliding layer has no `crop`
+EXPECTED_VERDICTS_V5_24 = {
+    ("DynamicLayer", "3 tokens", "`crop(2)`"): (REFUSED, REFUSED),
+    ("DynamicLayer", "3 tokens", "`crop(0)`"): (CORRECT, CORRECT),
+    ("DynamicLayer", "3 tokens", "`crop(-1)`"): (CORRECT, CORRECT),
+    ("DynamicLayer", "3 tokens", "`crop(-5)`"): (CORRECT, CORRECT),
+    ("StaticLayer (max_cache_len 8)", "3 tokens", "`crop(-5)`"): (INCONSISTENT, CORRECT),
+    ("StaticSlidingWindowLayer (window 4)", "6 tokens, 1 by 1 (beyond the window)", "`crop(-1)`"): (
+        INCONSISTENT,
+        REFUSED,
+    ),
+    ("StaticSlidingWindowLayer (window 4)", "6 tokens, 1 by 1 (beyond the window)", "`crop(-9)`"): (
+        INCONSISTENT,
+        CORRECT,
+    ),
+    ("StaticIndexedLayer (max_cache_len 8)", "3 tokens", "`crop(-1)`"): (INCONSISTENT, CORRECT),
+    ("QuantizedLayer (exact test quantizer, residual_length 2)", "3 tokens at once (all quantized)", "`crop(-1)`"): (
+        CRASH,
+        REFUSED,
+    ),
+    (
+        "QuantizedLayer (exact test quantizer, residual_length 8)",
+        "3 tokens, 1 by 1 (1 quantized + 2 residual)",
+        "`crop(-1)`",
+    ): (
+        INCONSISTENT,
+        CORRECT,
+    ),
+    ("Fp8QuantizedLayer (exact scale 1/32)", "3 tokens at once", "`crop(-1)`"): (CRASH, CORRECT),
+    ("Fp8QuantizedLayer", "3 tokens, 1 by 1 (scale calibrated on the first)", "`crop(-1)`"): (CRASH, CORRECT),
+    ("LinearAttentionLayer (conv kernel 2), after a DynamicLayer", "conv states, past not recorded", "`crop(-1)`"): (
+        INCONSISTENT,
+        REFUSED,
+    ),
+    (
+        "LinearAttentionLayer (conv kernel 2), after a DynamicLayer",
+        "never updated (a `moe` placeholder)",
+        "`crop(0)`",
+    ): (
+        CRASH,
+        CORRECT,
+    ),
+    (
+        "LinearAttentionLayer (conv kernel 2), after a DynamicLayer",
+        "conv + recurrent states, past recorded",
+        "`crop(-1)`",
+    ): (
+        INCONSISTENT,
+        REFUSED,
+    ),
+    ("LinearAttentionAndStaticFullAttentionLayer (max_cache_len 8)", "conv states, past recorded", "`crop(-1)`"): (
+        INCONSISTENT,
+        CORRECT,
+    ),
+    ("DeepseekV4HCACache (compress rate 4)", "3 tokens (all in the compressor buffer)", "`crop(-1)`"): (
+        INCONSISTENT,
+        CORRECT,
+    ),
+    ("UnlimitedOcrStaticReferenceSlidingWindowLayer (window 4)", "3 tokens (2 prefill + 1 decoded)", "`crop(-1)`"): (
+        INCONSISTENT,
+        CORRECT,
+    ),
+    ("DummyLayer (after a DynamicLayer)", "3 tokens", "`crop(-1)`"): (CORRECT, CORRECT),
+    ("DFlashCache", "2 layers, 3 tokens", "`crop(-5)`"): (CORRECT, CORRECT),
+    ("MiniMaxCache (attention + lightning attention)", "3 tokens", "`crop(-1)`"): (REFUSED, REFUSED),
+    ("Arguments (`DynamicCache`, 3 tokens)", "invalid", "`crop(False)`"): (INCONSISTENT, REFUSED),
+    ("Arguments (`DynamicCache`, 3 tokens)", "valid", "`crop(tokens_to_remove=-1)`"): (CORRECT, CORRECT),
+}
+EXPECTED_VERDICTS = {"v5_14": EXPECTED_VERDICTS_V5_14, "v5_24": EXPECTED_VERDICTS_V5_24}[TARGET]
+
+
 def test_audit_verdicts_match_independent_expectations():
     verdicts = {(row.case.family, row.case.scenario, row.case.argument): row for row in _rows()}
     missing = set(EXPECTED_VERDICTS) - set(verdicts)
@@ -197,8 +321,9 @@ def test_audit_verdicts_match_independent_expectations():
 
 
 def test_every_full_rollback_is_correct_when_fixed():
-    """Rule, independent of the generator: on every cache that can be cropped at all, `crop(0)` and a removal of at
-    least the cached length leave it correct (nothing stale) with the fix."""
+    """Rule, independent of the generator: on every cache that can be cropped at all, a removal of at least the cached
+    length (and on 5.14 `crop(0)`, which empties it there) leaves it correct (nothing stale) with the fix; on 5.24,
+    `crop(0)` leaves it correct too (it removes nothing) and a positive value is refused."""
     checked = 0
     for row in _rows():
         family, scenario, argument = row.case.family, row.case.scenario, row.case.argument
@@ -207,6 +332,9 @@ def test_every_full_rollback_is_correct_when_fixed():
         match = re.search(r"(\d+) tokens", scenario)
         num_tokens = int(match.group(1)) if match else None
         value = argument.strip("`")
+        if TARGET == "v5_24" and re.fullmatch(r"crop\([1-9]\d*\)", value):
+            assert row.fixed.kind == REFUSED, (family, scenario, argument, row.fixed)
+            continue
         if value in ("crop(0)", f"crop(-{num_tokens})") or (
             num_tokens is not None
             and value.startswith("crop(-")

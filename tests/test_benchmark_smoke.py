@@ -11,14 +11,24 @@ from pathlib import Path
 
 import pytest
 
+from .compat import TARGET
+
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "benchmarks" / "bench_crop.py"
 
 
+OTHER_TARGET = "v5_24" if TARGET.name == "v5_14" else "v5_14"
+OTHER_SECTION = f"<!-- bench_crop {OTHER_TARGET}:start -->\nthe other target\n<!-- bench_crop {OTHER_TARGET}:end -->"
+HISTORY_SECTION = "<!-- bench_assisted_history:start -->\nhistory\n<!-- bench_assisted_history:end -->\n"
+EXISTING_PAGE = f"# Benchmarks\n\n{OTHER_SECTION}\n\n{HISTORY_SECTION}"
+
+
 @pytest.fixture(scope="module")
 def quick_report(tmp_path_factory):
     out_dir = tmp_path_factory.mktemp("bench")
+    # A page with the other target's section and another script's section: both must be kept
+    (out_dir / "benchmarks.md").write_text(EXISTING_PAGE, encoding="utf-8")
     completed = subprocess.run(
         [sys.executable, str(SCRIPT), "--quick", "--out-dir", str(out_dir)],
         capture_output=True,
@@ -85,8 +95,12 @@ def test_latency_table_covers_sizes_ops_and_variants(quick_report):
 def test_crop_results_show_the_fix(quick_report):
     _, text = quick_report
     rows = {(row["cache"], row["tokens"]): row for row in table_rows(text, "### What each crop left")}
-    # Stock keeps a token on an oversized crop and everything on crop(0); the fix empties the cache
-    expected = {"`crop(-1)`": "15 / 15", "`crop(-4)`": "12 / 12", "`crop(-L-1)`": "15 / 0", "`crop(0)`": "16 / 0"}
+    if TARGET.name == "v5_14":
+        # Stock keeps a token on an oversized crop and everything on crop(0); the fix empties the cache
+        expected = {"`crop(-1)`": "15 / 15", "`crop(-4)`": "12 / 12", "`crop(-L-1)`": "15 / 0", "`crop(0)`": "16 / 0"}
+    else:
+        # 5.24: dynamic and sliding layers already clamp, and `crop(0)` removes nothing in both
+        expected = {"`crop(-1)`": "15 / 15", "`crop(-4)`": "12 / 12", "`crop(-L-1)`": "0 / 0", "`crop(0)`": "16 / 16"}
     for kind in ("dynamic", "sliding"):
         assert {op: rows[(kind, "16")][op] for op in expected} == expected
 
@@ -104,11 +118,20 @@ def test_zero_copy_and_same_generations(quick_report):
     assert all(row["same tokens as stock"] == "yes" for row in e2e)
 
 
+def test_section_of_this_target_keeps_the_others(quick_report):
+    _, text = quick_report
+    start, end = f"<!-- bench_crop {TARGET.name}:start -->", f"<!-- bench_crop {TARGET.name}:end -->"
+    assert text.count(start) == text.count(end) == 1
+    assert OTHER_SECTION in text and text.endswith(HISTORY_SECTION)
+    # The main target's section comes first
+    assert text.index("<!-- bench_crop v5_24:start -->") < text.index("<!-- bench_crop v5_14:start -->")
+
+
 def test_plot_is_written(quick_report):
     out_dir, text = quick_report
     pytest.importorskip("matplotlib")
-    assert (out_dir / "crop_latency.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "![Cache.crop latency](crop_latency.png)" in text
+    assert (out_dir / f"crop_latency_{TARGET.name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"![Cache.crop latency](crop_latency_{TARGET.name}.png)" in text
 
 
 def test_assisted_history_benchmark_runs_and_writes_its_section(tmp_path):

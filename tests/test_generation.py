@@ -36,6 +36,7 @@ from parameterized import parameterized
 from transformers import is_torch_available
 from transformers.testing_utils import require_torch
 
+from .compat import CACHE_KWARG, output_cache
 from .numerics import MODEL_DTYPE, assert_no_near_tie, assert_states_close, cross_path_atol, set_test_threads
 
 
@@ -217,7 +218,12 @@ def _self_attention_layers(cache):
 
 
 def _clone_states(cache):
-    return [(layer.keys.clone(), layer.values.clone()) for layer in _self_attention_layers(cache)]
+    """Per layer: its keys and values, and the position of their first token (a sliding-window layer keeps only the
+    last tokens: 5.24's assistant caches have sliding layers where the model has them)."""
+    return [
+        (layer.keys.clone(), layer.values.clone(), int(layer.get_seq_length()) - layer.keys.shape[-2])
+        for layer in _self_attention_layers(cache)
+    ]
 
 
 class _CandidateGeneratorSpy:
@@ -242,11 +248,11 @@ class _CandidateGeneratorSpy:
         spy = self
 
         def spy_update_past_and_masks(generator, input_ids, remove_from_pkv=0, num_added_tokens=1):
-            cache = generator.assistant_kwargs.get("past_key_values")
+            cache = generator.assistant_kwargs.get(CACHE_KWARG)
             cache_length_before = cache.get_seq_length() if cache is not None else None
             states_before = None if cache is None else _clone_states(cache)
             has_past = update_past_and_masks(generator, input_ids, remove_from_pkv, num_added_tokens)
-            cache = generator.assistant_kwargs.get("past_key_values")
+            cache = generator.assistant_kwargs.get(CACHE_KWARG)
             spy.updates.append(
                 {
                     "input_ids": input_ids.clone(),
@@ -349,12 +355,16 @@ class AssistedGenerationCropTest(unittest.TestCase):
             self.assertEqual(update["cache_length"], intended, f"assistant cache length after round {round_idx}")
             # Rolling back only drops trailing positions: what is kept is bit for bit what was there before
             # (the same tensors, sliced; no recomputation, so no numerical tolerance)
-            for layer_idx, ((keys, values), (keys_before, values_before)) in enumerate(
+            for layer_idx, ((keys, values, first), (keys_before, values_before, first_before)) in enumerate(
                 zip(update["cache_states"], update["cache_states_before"])
             ):
                 message = f"assistant cache layer {layer_idx} changed by the rollback of round {round_idx}"
-                self.assertTrue(torch.equal(keys, keys_before[..., :intended, :]), message)
-                self.assertTrue(torch.equal(values, values_before[..., :intended, :]), message)
+                # The kept tokens end at `intended`, and were all held before the rollback
+                self.assertEqual(first + keys.shape[-2], intended, message)
+                self.assertGreaterEqual(first, first_before, message)
+                kept = slice(first - first_before, intended - first_before)
+                self.assertTrue(torch.equal(keys, keys_before[..., kept, :]), message)
+                self.assertTrue(torch.equal(values, values_before[..., kept, :]), message)
             if check_states:
                 self.assertAssistantStatesMatch(update, input_ids[:, :intended], round_idx)
 
@@ -362,7 +372,7 @@ class AssistedGenerationCropTest(unittest.TestCase):
         """The kept key/value states are those of a fresh assistant forward pass over `prefix_ids`."""
         states = update["cache_states"]
         if prefix_ids.shape[-1] == 0:
-            for keys, values in states:
+            for keys, values, _ in states:
                 self.assertEqual((keys.numel(), values.numel()), (0, 0), f"stale states after round {round_idx}")
             return
         assistant = update["assistant_model"]
@@ -373,20 +383,22 @@ class AssistedGenerationCropTest(unittest.TestCase):
                     encoder_outputs=update["encoder_outputs"],
                     attention_mask=update["attention_mask"],
                     decoder_input_ids=prefix_ids,
-                    past_key_values=expected_cache,
+                    **{CACHE_KWARG: expected_cache},
                     use_cache=True,
                 )
             else:
                 # No config: full-attention layers, as the assistant cache of assisted decoding ("dynamic_full")
                 expected_cache = DynamicCache()
-                assistant(input_ids=prefix_ids, past_key_values=expected_cache, use_cache=True)
+                assistant(input_ids=prefix_ids, use_cache=True, **{CACHE_KWARG: expected_cache})
         expected_layers = _self_attention_layers(expected_cache)
         self.assertEqual(len(states), len(expected_layers))
-        for layer_idx, ((keys, values), expected_layer) in enumerate(zip(states, expected_layers)):
+        for layer_idx, ((keys, values, first), expected_layer) in enumerate(zip(states, expected_layers)):
             message = f"assistant cache layer {layer_idx} after round {round_idx}"
-            # Built incrementally vs by one forward pass: two kernel paths (tolerance from `tests/numerics.py`)
-            assert_states_close(keys, expected_layer.keys, msg=message)
-            assert_states_close(values, expected_layer.values, msg=message)
+            # Built incrementally vs by one forward pass: two kernel paths (tolerance from `tests/numerics.py`). A
+            # sliding-window layer holds the last of those tokens
+            kept = slice(first, prefix_ids.shape[-1])
+            assert_states_close(keys, expected_layer.keys[..., kept, :], msg=message)
+            assert_states_close(values, expected_layer.values[..., kept, :], msg=message)
 
     def assertDraftLengths(self, spy):
         """Each draft has `NUM_ASSISTANT_TOKENS` tokens unless the length budget allows fewer."""
@@ -479,7 +491,7 @@ class AssistedGenerationCropTest(unittest.TestCase):
             **inputs,
         )
         self.assertSameTokens(output.sequences, model_name, prompt_length)
-        cache = output.past_key_values
+        cache = output_cache(output)
         self.assertEqual(cache.get_seq_length(), output.sequences.shape[-1] - 1)
         for layer in _self_attention_layers(cache):
             self.assertEqual(layer.get_seq_length(), output.sequences.shape[-1] - 1)
@@ -496,7 +508,7 @@ class AssistedGenerationCropTest(unittest.TestCase):
             **_inputs(model_name, 1), do_sample=False, max_new_tokens=MAX_NEW_TOKENS, return_dict_in_generate=True
         )
         sliding_layers = [
-            layer for layer in output.past_key_values.layers if isinstance(layer, DynamicSlidingWindowLayer)
+            layer for layer in output_cache(output).layers if isinstance(layer, DynamicSlidingWindowLayer)
         ]
         self.assertGreater(len(sliding_layers), 0)
         for layer in sliding_layers:

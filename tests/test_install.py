@@ -414,6 +414,60 @@ def test_status_with_unsupported_transformers_exits_1(installed):
     assert "cache_crop_fix is inactive" in result.stderr  # the RuntimeWarning of `import cache_crop_fix`
 
 
+# The main target: a venv with transformers 5.24.0, then `pip install .` (a regular install) and `import cache_crop_fix`
+
+# On stock 5.24.0 a `StaticLayer` drives its counter negative when asked to remove more tokens than it holds
+MAIN_TARGET_PROBE = textwrap.dedent(
+    """\
+    import sys
+    import torch
+    if "--fix" in sys.argv:
+        import cache_crop_fix
+    from transformers.cache_utils import Cache, StaticLayer
+
+    cache = Cache(layers=[StaticLayer(max_cache_len=8)])
+    key = torch.arange(3, dtype=torch.float32).reshape(1, 1, 3, 1)
+    cache.update(key, key.clone(), layer_idx=0)
+    cache.crop(-5)
+    print(int(cache.get_seq_length()))  # 0; stock 5.24.0: -2
+    """
+)
+
+
+@pytest.mark.skipif(
+    not os.environ.get(ALL_INSTALLS), reason=f"slow (a second venv, with transformers 5.24.0): set {ALL_INSTALLS}=1"
+)
+def test_regular_install_fixes_transformers_5_24(source, tmp_path):
+    path = tmp_path / "venv-v5_24"
+    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, capture_output=True, timeout=300)
+    main = Venv(path)
+    requirements = ["torch==2.13.0", "transformers==5.24.0"]
+    uv = shutil.which("uv") or shutil.which("uv", path=str(Path(sys.executable).parent))
+    try:
+        if uv:  # seconds, from uv's cache (as `make install-main`); pip otherwise
+            uv_pip = [sys.executable, str(ROOT / "utils" / "uv_pip.py"), "install", "--quiet", "--python", main.python]
+            main.call(uv_pip + requirements, UV=uv)
+        else:
+            main.pip("install", "--quiet", "--no-compile", *requirements)
+        _clean(source)
+        result = main.pip("install", str(source))
+        # transformers 5.24.0 satisfies the requirements: nothing else is installed
+        installing = [line for line in result.stdout.splitlines() if line.startswith("Installing collected packages")]
+        assert [line.replace("-", "_") for line in installing] == ["Installing collected packages: cache_crop_fix"]
+
+        probe = tmp_path / "probe.py"
+        probe.write_text(MAIN_TARGET_PROBE)
+        assert _lines(main.call([main.python, str(probe)])) == ["-2"]
+        fixed = main.call([main.python, str(probe), "--fix"])
+        assert (_lines(fixed), fixed.stderr) == (["0"], "")
+
+        status = main.call([main.python, "-m", "cache_crop_fix", "status"])
+        assert _field(status, "this process") == "active"
+        assert _field(status, "transformers") == "5.24.0 (supported; target v5_24, the 5.24 main line)"
+    finally:
+        _remove_in_background(path)
+
+
 # The `.pth` line and the command line, in this process (no venv)
 
 

@@ -6,8 +6,9 @@ start-up hook) activates it in every Python process, the transformers and torch 
 exits with 1 when something is wrong: the installed transformers is not supported, the fix could not be applied, or
 `CACHE_CROP_FIX` asks for the fix but the start-up hook is not installed or failed.
 
-`audit` runs every cache layer type through the same crops on stock transformers and with the fix, and writes
-`docs/source/en/cache_crop_audit.md` (`--stdout`, `--check`: see `python -m cache_crop_fix audit --help`).
+`audit` runs every cache layer type of the installed release through the same crops on stock transformers and with the
+fix, and rewrites that target's section of `docs/source/en/cache_crop_audit.md` (`--stdout`, `--check`: see
+`python -m cache_crop_fix audit --help`).
 """
 
 import argparse

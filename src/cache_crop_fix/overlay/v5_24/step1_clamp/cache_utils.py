@@ -17,6 +17,9 @@ def _get_number_of_tokens_to_remove(tokens_to_remove) -> int:
             The negative number of tokens to remove. An int, a numpy integer or a 0-d integer tensor (as passed by
             `generate`) are accepted.
     """
+    # The common case (`generate`, and `Cache.crop` calling each layer): a plain int, checked without conversions
+    if type(tokens_to_remove) is int and tokens_to_remove <= 0:
+        return -tokens_to_remove
     value = tokens_to_remove
     # `bool` is a subclass of `int`, and `operator.index` accepts one-element integer tensors of any shape
     is_bool = isinstance(value, bool) or (isinstance(value, torch.Tensor) and value.dtype == torch.bool)
@@ -69,9 +72,9 @@ class DynamicLayer:
         # Nothing to do in these cases: 0 tokens to crop or the layer holds none (not initialized with KV sharing)
         if number_of_tokens == 0 or not self.is_initialized or self.keys.numel() == 0:
             return
-        new_length = max(self.keys.shape[-2] - number_of_tokens, 0)
-        self.keys = self.keys[..., :new_length, :]
-        self.values = self.values[..., :new_length, :]
+        # A stop before the first token gives an empty slice: removing more tokens than the layer holds empties it
+        self.keys = self.keys[..., :-number_of_tokens, :]
+        self.values = self.values[..., :-number_of_tokens, :]
 
 
 class DynamicSlidingWindowLayer:

@@ -1,5 +1,6 @@
-"""`python -m cache_crop_fix audit`: every cache and cache layer type of transformers 5.14.x through the same `crop`
-cases, on stock transformers and with the fix, side by side in one process.
+"""The machinery of the audit that both targets share: token-coded caches, what a model can read from them, and the
+verdict of one `crop` case. The case tables (which layers, which calls, what the contract keeps) are per target:
+`audit/v5_14.py` and `audit/v5_24.py`.
 
 Each case fills a real cache with tokens whose states encode their position, crops it, and compares everything the
 cache exposes (tensors, side tensors, conv / recurrent / compressor states, `cumulative_length`, `get_seq_length()`,
@@ -10,29 +11,18 @@ raises must leave every layer bit-identical.
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import sys
 import warnings
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from types import SimpleNamespace
 
-import numpy as np
 import torch
 
-from . import patcher
 
-
-DEFAULT_OUTPUT = Path("docs/source/en/cache_crop_audit.md")
-ARGUMENTS = (2, 0, -1, -3, -5)
 KERNEL = 2  # conv kernel size of the linear attention layers (3-token caches can then roll back a token)
 WINDOW = 4  # sliding window of the sliding layers
 MAX_CACHE_LEN = 8  # of the static layers
 RESIDUAL_LENGTH = 2  # of the quantized layers: 3 tokens cross the residual part into the quantized one
-APPEND = 2  # tokens appended after a successful crop
 CORRECT, REFUSED, INCONSISTENT, CRASH = "correct", "raises clearly", "INCONSISTENT", "crash"
 # Errors that are bugs rather than refusals, whatever their message says
 _CRASH_TYPES = (AttributeError, IndexError, KeyError, ZeroDivisionError, AssertionError, UnboundLocalError)
@@ -99,6 +89,18 @@ def _classes() -> SimpleNamespace:
             return q_tensor
 
     names = {name: getattr(cache_utils, name) for name in dir(cache_utils) if not name.startswith("_")}
+    if hasattr(cache_utils, "Fp8QuantizedLayer"):  # new in 5.24
+
+        class ExactFp8QuantizedLayer(cache_utils.Fp8QuantizedLayer):
+            """
+            An `Fp8QuantizedLayer` whose scale is 1/32 instead of being calibrated on its first update: FP8 then holds
+            the audit's codes (1 to 14) exactly, and the scale does not depend on which tokens came first.
+            """
+
+            def _quantize(self, tensor, scale=None):
+                return super()._quantize(tensor, scale=torch.tensor(1 / 32) if scale is None else scale)
+
+        names["ExactFp8QuantizedLayer"] = ExactFp8QuantizedLayer
     names.update(
         IdentityQuantizedLayer=IdentityQuantizedLayer,
         DeepseekV4Config=DeepseekV4Config,
@@ -282,7 +284,8 @@ def _observe_attention_states(layer, prefix: str) -> dict:
         seen[f"{prefix}values"] = _decode(values, -2)
     for name in ("cumulative_length", "cumulative_length_int", "indexer_cumulative_length", "idx_cumulative_length"):
         if hasattr(layer, name):
-            seen[f"{prefix}{name}"] = int(getattr(layer, name))
+            value = getattr(layer, name)  # `None` before the first update (5.24's static indexer counter)
+            seen[f"{prefix}{name}"] = 0 if value is None else int(value)
     if hasattr(layer, "indexer_keys"):
         indexer = layer.indexer_keys if layer.is_indexer_initialized else None
         if isinstance(layer, c.StaticLayer) and indexer is None:
@@ -387,7 +390,9 @@ class Outcome:
         return f"{self.kind}: {self.detail}"
 
 
-def run_case(case: Case) -> Outcome:
+def run_case(case: Case, append: int = 2, settle: Callable | None = None) -> Outcome:
+    """The verdict on `case`: after a crop that succeeds, `append` more tokens go to the cropped cache and to its
+    reference; `settle` is what generation does to a cache after every forward (applied to the reference first)."""
     try:
         cache = _build(case.setup, case.chunks)
     except Exception as error:  # pragma: no cover - the audit's own setup failed
@@ -408,19 +413,21 @@ def run_case(case: Case) -> Outcome:
         return Outcome(REFUSED, type(error).__name__)
     if case.kept is None:
         return Outcome(INCONSISTENT, f"not refused, now {_summary(cache, case.setup)}")
-    return _compare_with_reference(case, cache)
+    return _compare_with_reference(case, cache, append, settle)
 
 
-def _compare_with_reference(case: Case, cache) -> Outcome:
+def _compare_with_reference(case: Case, cache, append: int, settle: Callable | None) -> Outcome:
     reference = _build(case.setup, _truncate(case.chunks, case.kept))
+    if settle is not None:
+        settle(reference, case.setup)
     differences = _differences(_observe(cache, case.setup), _observe(reference, case.setup))
     if differences:
         return Outcome(INCONSISTENT, differences)
     try:
-        returned = _append(cache, case.setup, case.kept, APPEND)
+        returned = _append(cache, case.setup, case.kept, append)
     except Exception as error:
         return Outcome(CRASH, f"next update raised {_describe_error(error)}")
-    expected = _append(reference, case.setup, case.kept, APPEND)
+    expected = _append(reference, case.setup, case.kept, append)
     differences = _differences(dict(returned), dict(expected)) or _differences(
         _observe(cache, case.setup), _observe(reference, case.setup)
     )
@@ -488,25 +495,38 @@ def _crop(*args, **kwargs) -> Callable:
     return lambda cache: cache.crop(*args, **kwargs)
 
 
-def _kept(argument: int, length: int) -> int:
-    return max(length + argument, 0) if argument < 0 else min(argument, length)
+@dataclass(frozen=True)
+class Table:
+    """One target's audit: its meaning of `crop`, and its cases (`cases(table)` builds them)."""
 
+    target: str  # the target's name, e.g. "v5_24"
+    arguments: tuple[int, ...]  # the crops every layer type goes through
+    kept: Callable[
+        [int, int], int | None
+    ]  # (argument, cached tokens) -> tokens the contract keeps; `None`: must raise
+    cases: Callable[[Table], list[Case]]
+    append: int = 2  # tokens appended after a successful crop, to the cropped cache and to its reference
+    settle: Callable | None = None  # what generation does to a cache after every forward (applied to references)
+    notes: str = ""  # what the report says about this target's meaning of `crop` (markdown)
 
-def _argument_cases(family, scenario, setup, chunks, arguments=ARGUMENTS, refuse=()) -> list[Case]:
-    """`crop(argument)` for each argument; `refuse` lists the arguments that the contract cannot honour exactly."""
-    length = sum(chunks)
-    return [
-        Case(
-            family,
-            scenario,
-            f"`crop({argument})`",
-            setup,
-            chunks,
-            _crop(argument),
-            None if argument in refuse else _kept(argument, length),
-        )
-        for argument in arguments
-    ]
+    def argument_cases(self, family, scenario, setup, chunks, arguments=None, refuse=()) -> list[Case]:
+        """`crop(argument)` for each argument; `refuse` lists those the contract cannot honour exactly."""
+        length = sum(chunks)
+        return [
+            Case(
+                family,
+                scenario,
+                f"`crop({argument})`",
+                setup,
+                chunks,
+                _crop(argument),
+                None if argument in refuse else self.kept(argument, length),
+            )
+            for argument in (self.arguments if arguments is None else arguments)
+        ]
+
+    def run_case(self, case: Case) -> Outcome:
+        return run_case(case, self.append, self.settle)
 
 
 def _layers(*factories) -> Callable:
@@ -530,202 +550,6 @@ def _tiny_configs():
         sliding_window=MAX_CACHE_LEN,
     )
     return llama, mistral, deepseek
-
-
-def cases() -> list[Case]:
-    c = _classes()
-    llama, mistral, deepseek = _tiny_configs()
-    all_cases: list[Case] = []
-
-    def add(family, scenario, setup, chunks, arguments=ARGUMENTS, refuse=()):
-        all_cases.extend(_argument_cases(family, scenario, setup, chunks, arguments, refuse))
-
-    three, steps, six = (3,), (1, 1, 1), (1,) * 6
-
-    # Dynamic layers
-    add("DynamicLayer", "3 tokens", Setup(_layers(c.DynamicLayer)), three)
-    sliding = Setup(_layers(lambda: c.DynamicSlidingWindowLayer(sliding_window=WINDOW)))
-    add(f"DynamicSlidingWindowLayer (window {WINDOW})", "3 tokens (below the window)", sliding, three)
-    add(
-        f"DynamicSlidingWindowLayer (window {WINDOW})",
-        "4 tokens, 1 by 1 (window reached)",
-        sliding,
-        (1,) * 4,
-        (2, 0, -1, -4, -6),
-        refuse=(2, -1),
-    )
-    add(
-        f"DynamicSlidingWindowLayer (window {WINDOW})",
-        "6 tokens, 1 by 1 (beyond the window)",
-        sliding,
-        six,
-        (2, 0, -1, -3, -6, -9),
-        refuse=(2, -1, -3),
-    )
-    add("DynamicIndexedLayer", "3 tokens", Setup(_layers(c.DynamicIndexedLayer)), three)
-
-    # Static layers
-    static = Setup(_layers(lambda: c.StaticLayer(max_cache_len=MAX_CACHE_LEN)))
-    add(f"StaticLayer (max_cache_len {MAX_CACHE_LEN})", "3 tokens", static, three)
-    add(f"StaticLayer (max_cache_len {MAX_CACHE_LEN})", "3 tokens, 1 by 1", static, steps)
-    static_sliding = Setup(
-        _layers(lambda: c.StaticSlidingWindowLayer(max_cache_len=MAX_CACHE_LEN, sliding_window=WINDOW))
-    )
-    family = f"StaticSlidingWindowLayer (window {WINDOW})"
-    add(family, "3 tokens (below the window)", static_sliding, three)
-    add(family, "4 tokens, 1 by 1 (at the window)", static_sliding, (1,) * 4, (2, 0, -1, -4, -6))
-    add(
-        family, "6 tokens, 1 by 1 (beyond the window)", static_sliding, six, (2, 0, -1, -3, -6, -9), refuse=(2, -1, -3)
-    )
-    add(
-        f"StaticIndexedLayer (max_cache_len {MAX_CACHE_LEN})",
-        "3 tokens",
-        Setup(_layers(lambda: c.StaticIndexedLayer(max_cache_len=MAX_CACHE_LEN))),
-        three,
-    )
-
-    # Quantized layers
-    quantized = Setup(_layers(lambda: c.IdentityQuantizedLayer(residual_length=RESIDUAL_LENGTH)))
-    family = f"QuantizedLayer (exact test quantizer, residual_length {RESIDUAL_LENGTH})"
-    add(family, "3 tokens at once (all quantized)", quantized, three)
-    add(family, "3 tokens, 1 by 1 (quantized + residual)", quantized, steps)
-    add(family, "5 tokens, 1 by 1", quantized, (1,) * 5, (2, 0, -1, -2, -3, -5))
-    add(
-        "QuantizedLayer (exact test quantizer, residual_length 8)",
-        "3 tokens, 1 by 1 (1 quantized + 2 residual)",
-        Setup(_layers(lambda: c.IdentityQuantizedLayer(residual_length=8))),
-        steps,
-    )
-
-    # Linear attention layers, next to a full-attention layer (as in hybrid models)
-    def linear_setup(linear="conv", record_past=True, kernel=KERNEL):
-        return Setup(_layers(c.DynamicLayer, c.LinearAttentionLayer), linear, record_past, kernel)
-
-    family = f"LinearAttentionLayer (conv kernel {KERNEL}), after a DynamicLayer"
-    add(family, "conv states, past recorded, 3 tokens", linear_setup(), three, refuse=())
-    add(family, "conv states, past recorded, 3 tokens, 1 by 1", linear_setup(), steps)
-    add(family, "conv + recurrent states, past recorded", linear_setup("conv+recurrent"), three, refuse=(2, -1))
-    add(family, "conv states, past not recorded", linear_setup(record_past=False), three, refuse=(2, -1))
-    add(family, "conv kernel 4 (longer than the recorded past)", linear_setup(kernel=4), three, refuse=(2, -1))
-    add(family, "never updated (a `moe` placeholder)", linear_setup("none"), three)
-    linear_only = Setup(_layers(c.LinearAttentionLayer, c.LinearAttentionLayer))
-    add(
-        "Cache of LinearAttentionLayers only (no sequence length)",
-        "conv states, past recorded, 3 tokens",
-        linear_only,
-        three,
-        (2, 0, -1, -3),
-        refuse=(2, -3),
-    )
-
-    # Hybrid layers (linear attention and attention in one layer)
-    hybrids = [
-        ("LinearAttentionAndFullAttentionLayer", lambda: c.LinearAttentionAndFullAttentionLayer()),
-        (
-            f"LinearAttentionAndSlidingWindowAttentionLayer (window {WINDOW})",
-            lambda: c.LinearAttentionAndSlidingWindowAttentionLayer(sliding_window=WINDOW),
-        ),
-        (
-            f"LinearAttentionAndStaticFullAttentionLayer (max_cache_len {MAX_CACHE_LEN})",
-            lambda: c.LinearAttentionAndStaticFullAttentionLayer(max_cache_len=MAX_CACHE_LEN),
-        ),
-        (
-            f"LinearAttentionAndStaticSlidingWindowAttentionLayer (window {WINDOW})",
-            lambda: c.LinearAttentionAndStaticSlidingWindowAttentionLayer(
-                max_cache_len=MAX_CACHE_LEN, sliding_window=WINDOW
-            ),
-        ),
-    ]
-    for family, factory in hybrids:
-        add(family, "conv states, past recorded", Setup(_layers(factory)), three)
-        add(family, "conv + recurrent states", Setup(_layers(factory), "conv+recurrent"), three, refuse=(2, -1))
-        if "Sliding" in family:
-            add(family, "6 tokens, 1 by 1 (beyond the window)", Setup(_layers(factory)), six, (-1, -6), refuse=(-1,))
-
-    # Model-specific layers and caches
-    add(
-        "MiniMaxM3VLSparseCacheLayer",
-        "3 tokens",
-        Setup(_layers(c.MiniMaxM3VLSparseCacheLayer)),
-        three,
-    )
-    add(
-        f"MiniMaxM3VLSparseStaticCacheLayer (max_cache_len {MAX_CACHE_LEN})",
-        "3 tokens",
-        Setup(_layers(lambda: c.MiniMaxM3VLSparseStaticCacheLayer(max_cache_len=MAX_CACHE_LEN))),
-        three,
-    )
-    add(
-        "MiniMaxCache (attention + lightning attention)",
-        "3 tokens",
-        Setup(_minimax_cache, record_past=False),
-        three,
-        refuse=ARGUMENTS,
-    )
-    hca = Setup(_layers(lambda: c.DeepseekV4HCACache(deepseek)))
-    family = "DeepseekV4HCACache (compress rate 4)"
-    add(family, "3 tokens (all in the compressor buffer)", hca, three)
-    add(family, "6 tokens: 1 compressed entry + 2 buffered", hca, (6,), (-1, -2, -3, -6, 0), refuse=(-3,))
-    csa = Setup(_layers(lambda: c.DeepseekV4CSACache(deepseek)))
-    family = "DeepseekV4CSACache (compress rate 2)"
-    add(family, "3 tokens: 1 compressed entry + 1 buffered", csa, three)
-    add(family, "5 tokens, 1 by 1", csa, (1,) * 5, (-1, -2, -5, 0), refuse=(-2,))
-
-    # Whole caches
-    add("DynamicCache()", "2 layers, 3 tokens", Setup(lambda: _filled_layers(c.DynamicCache(), 2)), three)
-    add(
-        f"DynamicCache(config) with sliding layers (window {WINDOW})",
-        "6 tokens, 1 by 1 (beyond the window)",
-        Setup(lambda: c.DynamicCache(config=mistral)),
-        six,
-        (-1, -6, 0),
-        refuse=(-1,),
-    )
-    add(
-        f"StaticCache(config, max_cache_len={MAX_CACHE_LEN})",
-        "3 tokens",
-        Setup(lambda: c.StaticCache(config=llama, max_cache_len=MAX_CACHE_LEN)),
-        three,
-    )
-    add(
-        "EncoderDecoderCache (self-attention cropped, cross-attention kept)",
-        "3 tokens",
-        Setup(_encoder_decoder_cache),
-        three,
-    )
-    add("MtpCache", "2 layers, 3 tokens", Setup(lambda: _filled_layers(c.MtpCache(), 2)), three)
-    add(
-        "DynamicCache(config) of DeepSeek-V4 (HCA + CSA layers)",
-        "3 tokens",
-        Setup(lambda: c.DynamicCache(config=deepseek)),
-        three,
-    )
-
-    # Arguments
-    family = "Arguments (`DynamicCache`, 3 tokens)"
-    dynamic = Setup(lambda: _filled_layers(c.DynamicCache(), 1))
-    bad = [
-        ("`crop(True)`", _crop(True)),
-        ("`crop(-1.0)`", _crop(-1.0)),
-        ('`crop("-1")`', _crop("-1")),
-        ("`crop(None)`", _crop(None)),
-        ("`crop(torch.tensor([-1, -2]))`", _crop(torch.tensor([-1, -2]))),
-        ("`crop(torch.tensor([-1]))`", _crop(torch.tensor([-1]))),
-        ("`crop(torch.tensor(True))`", _crop(torch.tensor(True))),
-        ("`crop(-1, tokens_to_remove=-1)`", _crop(-1, tokens_to_remove=-1)),
-    ]
-    for argument, call in bad:
-        all_cases.append(Case(family, "invalid", argument, dynamic, three, call, None, TypeError))
-    valid = [
-        ("`crop(torch.tensor(-1))` (as `generate` passes it)", _crop(torch.tensor(-1)), 2),
-        ("`crop(np.int64(-1))`", _crop(np.int64(-1)), 2),
-        ("`crop(tokens_to_remove=-1)`", _crop(tokens_to_remove=-1), 2),
-        ("`crop(tokens_to_remove=0)` (5.15 meaning: nothing)", _crop(tokens_to_remove=0), 3),
-        ("`crop(-0)`", _crop(-0), 0),
-    ]
-    for argument, call, kept in valid:
-        all_cases.append(Case(family, "valid", argument, dynamic, three, call, kept))
-    return all_cases
 
 
 def _filled_layers(cache, num_layers: int):
@@ -752,143 +576,3 @@ def _encoder_decoder_cache():
 
 # --------------------------------------------------------------------------------------------------------------------
 # Stock vs fixed, and the report
-
-
-@dataclass(frozen=True)
-class Row:
-    case: Case
-    stock: Outcome
-    fixed: Outcome
-
-
-@contextlib.contextmanager
-def _fix_state(active: bool):
-    """Runs the block with the fix applied (`True`) or reverted, then restores the state found on entry."""
-    was_active = patcher.is_active()
-    if active:
-        patcher.apply()
-    else:
-        patcher.revert()
-    try:
-        yield
-    finally:
-        if was_active:
-            patcher.apply()
-        else:
-            patcher.revert()
-
-
-def run() -> list[Row]:
-    """Runs every case on stock transformers and with the fix, in this process."""
-    _classes()  # import the model modules first: `apply()` then patches them too
-    all_cases = cases()
-    torch.manual_seed(0)
-    with _fix_state(False):
-        stock = [run_case(case) for case in all_cases]
-    with _fix_state(True):
-        fixed = [run_case(case) for case in all_cases]
-    return [Row(case, s, f) for case, s, f in zip(all_cases, stock, fixed)]
-
-
-def counts(rows: list[Row], side: str) -> Counter:
-    return Counter(getattr(row, side).kind for row in rows)
-
-
-def summary_line(rows: list[Row]) -> str:
-    def describe(side):
-        found = counts(rows, side)
-        return (
-            f"{found[CORRECT]} correct, {found[REFUSED]} refused clearly, {found[INCONSISTENT]} inconsistent, "
-            f"{found[CRASH]} crashes"
-        )
-
-    return f"fixed: {describe('fixed')}; stock {_stock_label()}: {describe('stock')} (of {len(rows)} cases)"
-
-
-def _stock_label() -> str:
-    import transformers
-
-    return transformers.__version__
-
-
-def render(rows: list[Row]) -> str:
-    lines = [
-        "# `Cache.crop` audit: every cache layer type, stock vs fixed",
-        "",
-        "<!-- Generated by `python -m cache_crop_fix audit`: do not edit by hand. -->",
-        "",
-        f"transformers {_stock_label()}, torch {torch.__version__.split('+')[0]}. **{summary_line(rows)}.**",
-        "",
-        "Each case fills a real cache with tokens whose states encode their position, calls `crop`, and compares "
-        "everything a model can read from the cache (key/value tensors, indexer and index keys, conv and recurrent "
-        "states, compressor buffers, `cumulative_length`, `get_seq_length()`, `get_mask_sizes()`) with a fresh cache "
-        "of the same type that received only the tokens the contract keeps. A crop that succeeds is followed by an "
-        f"update of {APPEND} more tokens on both caches, which must return and hold the same states (so every full "
-        "rollback is checked with an append). A crop that raises must leave every layer bit-identical.",
-        "",
-        "- **correct**: the cache holds exactly what the contract says, and the next update lands right.",
-        "- **raises clearly (Error)**: the crop was refused with that error, before anything changed.",
-        "- **INCONSISTENT**: the cache disagrees with the kept tokens (what disagrees is listed), or a crop that "
-        "raised had changed it.",
-        "- **crash**: an error that is a bug (e.g. `AttributeError`, `IndexError`), not a refusal.",
-        "",
-        f"Linear attention layers use a conv kernel of {KERNEL} and receive conv inputs like Inkling's short "
-        "convolutions (and, where stated, a recurrent state that counts the tokens it has seen). Quantized layers use "
-        "an exact test quantizer (the real `optimum-quanto` / `HQQ` backends are optional dependencies, tested in "
-        "`tests/v5_14/utils/test_cache_utils.py` when installed).",
-    ]
-    family = None
-    for row in rows:
-        case = row.case
-        if case.family != family:
-            family = case.family
-            header = f"| setup | call | stock {_stock_label()} | fixed |"
-            lines += ["", f"### {family}", "", header, "|---|---|---|---|"]
-        lines.append(f"| {case.scenario} | {case.argument} | {row.stock} | {row.fixed} |")
-    return "\n".join(lines) + "\n"
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m cache_crop_fix audit [--output PATH | --stdout | --check]`.
-
-    Writes the audit (by default to `docs/source/en/cache_crop_audit.md`, relative to the current directory), prints
-    it (`--stdout`), or checks that the file is up to date without writing it (`--check`). Returns 0 when the fixed
-    column has no inconsistent case and no crash (and, with `--check`, the file is up to date), 1 otherwise, and 2 when
-    the installed transformers is not supported.
-    """
-    parser = argparse.ArgumentParser(prog="python -m cache_crop_fix audit", description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--output", type=Path, default=DEFAULT_OUTPUT, help=f"the Markdown file (default: {DEFAULT_OUTPUT})"
-    )
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--stdout", action="store_true", help="print the audit instead of writing it")
-    mode.add_argument("--check", action="store_true", help="fail if the file is not up to date (writes nothing)")
-    args = parser.parse_args(argv)
-
-    try:
-        rows = run()
-    except patcher.UnsupportedTransformersError as error:
-        print(f"cannot audit: {error}", file=sys.stderr)
-        return 2
-    text = render(rows)
-    status = 0
-    if args.stdout:
-        sys.stdout.write(text)
-    elif args.check:
-        current = args.output.read_text() if args.output.exists() else None
-        if current != text:
-            print(f"{args.output} is out of date: run `python -m cache_crop_fix audit`.", file=sys.stderr)
-            status = 1
-    else:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(text)
-        print(f"wrote {args.output}")
-    print(summary_line(rows), file=sys.stderr if args.stdout else sys.stdout)
-    problems = [row for row in rows if row.fixed.kind in (INCONSISTENT, CRASH)]
-    for row in problems:
-        print(f"fixed: {row.case.family}, {row.case.scenario}, {row.case.argument}: {row.fixed}", file=sys.stderr)
-    return 1 if problems else status
-
-
-if __name__ == "__main__":
-    sys.exit(main())
