@@ -260,6 +260,25 @@ class DynamicLayersCropTest(CropTestCase):
             layer.crop(tokens_to_remove)
             self.assertEqual(layer.get_seq_length(), 0)
 
+    @parameterized.expand([("dynamic",), ("indexed",)])
+    def test_crop_of_a_single_token(self, layer_name):
+        # A layer of one token of size 1: its states hold a single element
+        layer = self._layer(layer_name)
+        _fill(layer, 1)
+        layer.crop(-1)
+        self.assertLayerHolds(layer, 0)
+        self.assertAppendsAfter(layer, 0)
+
+    def test_sliding_window_refuses_the_first_dropped_token(self):
+        # One token more than the window: the first token was dropped, and removing any token needs it back
+        layer = self._layer("sliding")
+        _fill(layer, WINDOW, step=1)
+        self.assertFalse(layer.is_croppable)
+        before = _snapshot(layer)
+        with self.assertRaisesRegex(ValueError, "activate_past_recording"):
+            layer.crop(-1)
+        self.assertUnchanged(layer, before)
+
 
 @require_torch
 class CropArgumentsTest(CropTestCase):
@@ -385,6 +404,16 @@ class CacheCropTest(CropTestCase):
             _fill(layer, 6, step=1)
         self.assertIsCroppableTellsWhetherCropSucceeds(cache)
 
+    def test_empty_attention_part_is_not_a_full_rollback(self):
+        # The attention layers hold no token yet, the linear attention layer holds conv states: removing nothing keeps
+        # them (back to the kernel size), it does not reset them
+        linear_layer = LinearAttentionLayer()
+        linear_layer.activate_past_recording()
+        linear_layer.update_conv_state(_conv_inputs(0, 3), conv_kernel_size=KERNEL)
+        cache = Cache(layers=[DynamicLayer(), linear_layer])
+        cache.crop(0)
+        self.assertExactlyEqual(linear_layer.conv_states[0], _conv_inputs(3 - KERNEL, KERNEL))
+
     def test_encoder_decoder_cache_crops_only_self_attention(self):
         self_attention_cache, cross_attention_cache = DynamicCache(), DynamicCache()
         states = _tokens(0, 5)
@@ -479,6 +508,88 @@ class LinearAttentionCropTest(CropTestCase):
             layer.crop(-1)
         self.assertUnchanged(layer, before)
 
+    def test_hybrid_layer_with_an_empty_attention_part_keeps_its_conv_states(self):
+        # Removing nothing from a layer whose attention part is empty is not a full rollback
+        layer = LinearAttentionAndFullAttentionLayer()
+        layer.activate_past_recording()
+        layer.update_conv_state(_conv_inputs(0, 3), conv_kernel_size=KERNEL)
+        layer.crop(0)
+        self.assertTrue(layer.is_conv_states_initialized[0])
+        self.assertExactlyEqual(layer.conv_states[0], _conv_inputs(3 - KERNEL, KERNEL))
+
+    def test_refusal_says_that_no_token_was_recorded_since_the_last_crop(self):
+        layer = self._layer()
+        layer.update_conv_state(_conv_inputs(0, 3), conv_kernel_size=KERNEL)
+        layer.crop(0)
+        before = _snapshot(layer)
+        with self.assertRaisesRegex(RuntimeError, r"only 0 token\(s\)"):
+            layer.crop(-1)
+        self.assertUnchanged(layer, before)
+
+    def test_conv_states_of_a_batch_shorter_than_the_kernel_are_padded(self):
+        # A batch as large as the kernel: the states are padded to the kernel along the tokens only
+        layer = self._layer()
+        conv_inputs = _conv_inputs(0, 3).expand(4, 2, 3).contiguous()
+        layer.update_conv_state(conv_inputs, conv_kernel_size=4)
+        layer.crop(0)
+        self.assertExactlyEqual(layer.conv_states[0], torch.nn.functional.pad(conv_inputs, (1, 0)))
+
+    def test_layer_never_updated_without_recording(self):
+        layer = self._layer(record_past=False)
+        layer.crop(-1)
+        self.assertFalse(layer.is_conv_states_initialized[0])
+
+    def test_refusal_when_fewer_tokens_than_the_kernel_were_seen(self):
+        layer = self._layer()
+        layer.update_conv_state(_conv_inputs(0, 3), conv_kernel_size=4)
+        before = _snapshot(layer)
+        with self.assertRaisesRegex(RuntimeError, r"only 0 token\(s\)"):
+            layer.crop(-1)
+        self.assertUnchanged(layer, before)
+
+    def test_every_conv_state_is_checked_and_cropped(self):
+        # A layer of two conv states, the first of which was never updated
+        layer = LinearAttentionLayer(number_of_states=2)
+        layer.activate_past_recording()
+        layer.update_conv_state(_conv_inputs(0, 3), state_idx=1, conv_kernel_size=KERNEL)
+        before = _snapshot(layer)
+        with self.assertRaises(RuntimeError):
+            layer.crop(-2)
+        self.assertUnchanged(layer, before)
+        layer.crop(-1)
+        self.assertFalse(layer.is_conv_states_initialized[0])
+        self.assertExactlyEqual(layer.conv_states[1], _conv_inputs(0, KERNEL))
+
+    def test_conv_states_at_their_minimal_size_are_kept_in_place(self):
+        # Not recording: the conv states are a fixed buffer (a static address, e.g. for CUDA graphs)
+        layer = self._layer(record_past=False)
+        layer.update_conv_state(_conv_inputs(0, 3), conv_kernel_size=KERNEL)
+        conv_states = layer.conv_states[0]
+        layer.crop(0)
+        self.assertIs(layer.conv_states[0], conv_states)
+        self.assertExactlyEqual(conv_states, _conv_inputs(3 - KERNEL, KERNEL))
+
+    def test_hybrid_layer_with_one_token_rolls_back_fully(self):
+        layer = LinearAttentionAndFullAttentionLayer()
+        layer.activate_past_recording()
+        _fill(layer, 1)
+        layer.update_conv_state(_conv_inputs(0, 1), conv_kernel_size=KERNEL)
+        layer.update_recurrent_state(torch.ones(1, 2, 3, dtype=torch.float64))
+        layer.has_previous_state[0] = True
+        layer.crop(-1)
+        self.assertEqual(layer.get_seq_length(), 0)
+        self.assertFalse(layer.has_previous_state[0])
+        self.assertEqual(layer.recurrent_states[0].abs().sum().item(), 0)
+
+    def test_hybrid_sliding_layer_not_recording_is_not_croppable(self):
+        # Its sliding window part could remove a token, its conv states could not
+        layer = LinearAttentionAndSlidingWindowAttentionLayer(sliding_window=WINDOW)
+        _fill(layer, 2)
+        layer.update_conv_state(_conv_inputs(0, 2), conv_kernel_size=KERNEL)
+        self.assertFalse(layer.is_croppable)
+        with self.assertRaises(RuntimeError):
+            layer.crop(-1)
+
 
 @require_torch
 class StaticLayersCropTest(CropTestCase):
@@ -564,6 +675,27 @@ class StaticLayersCropTest(CropTestCase):
         _fill(layer, WINDOW)
         self.assertTrue(layer.is_croppable)
         _fill(layer, 1, start=WINDOW)
+        self.assertFalse(layer.is_croppable)
+
+    def test_sliding_window_filled_to_its_size_crops(self):
+        # Exactly full, never beyond: the states to keep are all there
+        layer = StaticSlidingWindowLayer(max_cache_len=WINDOW, sliding_window=WINDOW)
+        _fill(layer, WINDOW, step=1)
+        layer.crop(-1)
+        self.assertEqual(int(layer.get_seq_length()), WINDOW - 1)
+        self.assertExactlyEqual(layer.keys, _static_buffer(WINDOW - 1, WINDOW))
+
+    def test_sliding_window_beyond_its_window_removes_nothing(self):
+        layer = StaticSlidingWindowLayer(max_cache_len=WINDOW, sliding_window=WINDOW)
+        _fill(layer, WINDOW + 2, step=1)
+        before = _snapshot(layer)
+        layer.crop(0)
+        self.assertUnchanged(layer, before)
+
+    def test_static_hybrid_sliding_layer_not_recording_is_not_croppable(self):
+        layer = LinearAttentionAndStaticSlidingWindowAttentionLayer(max_cache_len=WINDOW, sliding_window=WINDOW)
+        _fill(layer, 2)
+        layer.update_conv_state(_conv_inputs(0, 2), conv_kernel_size=KERNEL)
         self.assertFalse(layer.is_croppable)
 
 
@@ -844,3 +976,51 @@ class AssistedDecodingCropTest(unittest.TestCase):
 
         candidates, _ = generator.get_candidates(accepted)
         self.assertEqual(candidates[:, : accepted.shape[-1]].tolist(), accepted.tolist())
+
+    def _generator(self, assistant, input_ids, model_kwargs=None):
+        # The assistant drafts 4 tokens per round, whatever its confidence
+        assistant.generation_config.num_assistant_tokens = 4
+        assistant.generation_config.assistant_confidence_threshold = 0.0
+        generation_config = GenerationConfig(max_length=32, min_length=0, do_sample=False)
+        return AssistedCandidateGenerator(input_ids, assistant, generation_config, model_kwargs or {})
+
+    def test_assistant_states_are_restricted_when_every_draft_is_accepted(self):
+        _, assistants = self._models()
+        input_ids = torch.tensor([[5, 6, 7, 8]])
+        generator = self._generator(assistants["linear_attention"], input_ids)
+        candidates, _ = generator.get_candidates(input_ids)
+        # Every draft is accepted, and the main model adds one token: nothing to remove, but the conv states recorded
+        # during the round are dropped (`crop(0)`), back to the kernel size
+        accepted = torch.cat([candidates, torch.tensor([[31]])], dim=-1)
+        generator._update_past_and_masks(accepted)
+        cache = generator.assistant_kwargs["cache"]
+        self.assertEqual(cache.get_seq_length(), accepted.shape[-1] - 2)
+        linear_layer = cache.layers[0]
+        self.assertEqual(linear_layer.conv_states[0].shape[-1], linear_layer.conv_kernel_size[0])
+
+    def test_assistant_attention_mask_follows_the_accepted_tokens(self):
+        _, assistants = self._models()
+        input_ids = torch.tensor([[5, 6, 7, 8]])
+        # A left-padded prompt: the padding stays masked for the assistant
+        attention_mask = torch.tensor([[0, 1, 1, 1]])
+        generator = self._generator(assistants["attention"], input_ids, {"attention_mask": attention_mask})
+        candidates, _ = generator.get_candidates(input_ids)
+        accepted = torch.cat([candidates[:, :5], torch.tensor([[31]])], dim=-1)
+        # Position and token type ids, as a model that takes them would have them
+        length = generator.assistant_kwargs["attention_mask"].shape[-1]
+        generator.assistant_kwargs["position_ids"] = torch.arange(length).unsqueeze(0)
+        generator.assistant_kwargs["token_type_ids"] = torch.zeros(1, length, dtype=torch.long)
+        generator._update_past_and_masks(accepted)
+        self.assertEqual(generator.assistant_kwargs["attention_mask"].tolist(), [[0, 1, 1, 1, 1, 1]])
+        self.assertEqual(generator.assistant_kwargs["position_ids"].tolist(), [[0, 1, 2, 3, 4, 5]])
+        self.assertEqual(generator.assistant_kwargs["token_type_ids"].tolist(), [[0] * 6])
+
+    def test_assistant_cache_removes_the_tokens_to_re_encode(self):
+        # `remove_from_pkv`: tokens whose cached states the assistant must compute again (e.g. retokenized ones)
+        _, assistants = self._models()
+        input_ids = torch.tensor([[5, 6, 7, 8]])
+        generator = self._generator(assistants["attention"], input_ids)
+        candidates, _ = generator.get_candidates(input_ids)
+        accepted = torch.cat([candidates[:, :5], torch.tensor([[31]])], dim=-1)
+        generator._update_past_and_masks(accepted, remove_from_pkv=2)
+        self.assertEqual(generator.assistant_kwargs["cache"].get_seq_length(), accepted.shape[-1] - 4)
