@@ -33,6 +33,7 @@ if is_torch_available():
         Qwen3NextForCausalLM,
     )
     from transformers.cache_utils import (
+        BaseQuantizedLayer,
         Cache,
         DummyLayer,
         DynamicIndexedLayer,
@@ -763,6 +764,59 @@ class QuantizedLayersCropTest(CropTestCase):
         self.assertIn("only the last 2", str(context.exception))
         self.assertUnchanged(layer, before)
 
+    @parameterized.expand([(-1, 4), (-2, 3)])
+    def test_quantized_layer_crops_the_values_too(self, tokens_to_remove, expected_length):
+        layer = self._residual_layer()
+        layer.crop(tokens_to_remove)
+        _, values = layer.update(_tokens(expected_length, 1), _tokens(expected_length, 1))
+        self.assertExactlyEqual(values, _tokens(0, expected_length + 1))
+
+    def test_fp8_layer_crops_the_values_too(self):
+        layer = self._fp8_layer()
+        before = layer._dequantize(layer._quantized_values)
+        layer.crop(-2)
+        self.assertExactlyEqual(layer._dequantize(layer._quantized_values), before[..., :3, :])
+
+    def test_quantized_layer_with_an_empty_residual_part(self):
+        # Right after the residual states were quantized, they are an empty tensor: every token is quantized
+        layer = _exact_quantized_layer(residual_length=4)
+        _fill(layer, 3)
+        layer.crop(0)
+        self.assertEqual(layer.get_seq_length(), 3)
+        before = _snapshot(layer)
+        with self.assertRaisesRegex(ValueError, "only the last 0"):
+            layer.crop(-1)
+        self.assertUnchanged(layer, before)
+
+    def test_layer_of_another_backend_removes_nothing_or_everything(self):
+        # A backend that keeps only quantized states, in a layout of its own: they cannot be cut
+        class BackendQuantizedLayer(BaseQuantizedLayer):
+            def _quantize(self, tensor):
+                return tensor.clone()
+
+            def _dequantize(self, q_tensor):
+                return q_tensor
+
+            def update(self, key_states, value_states, *args, **kwargs):
+                self._quantized_keys, self._quantized_values = self._quantize(key_states), self._quantize(value_states)
+                self.cumulative_length += key_states.shape[-2]
+                return key_states, value_states
+
+        layer = BackendQuantizedLayer()
+        layer.update(_tokens(0, 3), _tokens(0, 3))
+        before = _snapshot(layer)
+        with self.assertRaisesRegex(ValueError, "BackendQuantizedLayer"):
+            layer.crop(-1)
+        self.assertUnchanged(layer, before)
+        with self.assertRaises(ValueError):
+            layer.crop(-2)
+        layer.crop(0)
+        self.assertEqual(layer.get_seq_length(), 3)
+        self.assertExactlyEqual(layer._quantized_keys, _tokens(0, 3))
+        layer.crop(-3)
+        self.assertEqual(layer.get_seq_length(), 0)
+        self.assertIsNone(layer._quantized_keys)
+
     @unittest.skipUnless(is_optimum_quanto_available(), "needs optimum-quanto")
     def test_quanto_layer(self):
         layer = self._residual_layer(QuantoQuantizedLayer, q_group_size=1)
@@ -832,6 +886,48 @@ class ModelCacheLayersCropTest(CropTestCase):
             self.assertIsNone(layer.overlap_kv["compressor"])
         self.assertTrue(layer.is_croppable)
 
+    def _deepseek_layer_with_a_long_buffer(self):
+        # A window of 8, a compressor closing windows of 4 tokens: of 6 tokens, 4 are compressed and 2 buffered
+        config = DeepseekV4Config(
+            sliding_window=8,
+            compress_rates={"heavily_compressed_attention": 4, "compressed_sparse_attention": 4},
+        )
+        layer = DeepseekV4HCACache(config)
+        _fill(layer, 6)
+        source = _tokens(0, 6).reshape(1, 6, 1, 1)
+        chunk, _, _ = layer.store_compression_weights("compressor", source, source.clone())
+        layer.update_compressor_states("compressor", chunk[:, :1])
+        return layer
+
+    def test_deepseek_v4_rolls_back_buffered_tokens(self):
+        layer = self._deepseek_layer_with_a_long_buffer()
+        self.assertEqual(layer.buffer_kv["compressor"].shape[1], 2)
+        before = _snapshot(layer)
+        with self.assertRaisesRegex(ValueError, "only buffers the last 2"):
+            layer.crop(-3)
+        self.assertUnchanged(layer, before)
+
+        layer.crop(-1)
+        self.assertEqual(layer.get_seq_length(), 5)
+        self.assertExactlyEqual(layer.buffer_kv["compressor"], _tokens(4, 1).reshape(1, 1, 1, 1))
+        self.assertEqual(layer.buffer_gate["compressor"].shape[1], 1)
+        layer.crop(-1)
+        self.assertEqual(layer.buffer_kv["compressor"].shape[1], 0)
+        self.assertEqual(layer.entry_count["compressor"], 1)
+
+    def test_deepseek_v4_is_not_croppable_once_its_window_is_full(self):
+        config = DeepseekV4Config(
+            sliding_window=WINDOW,
+            compress_rates={"heavily_compressed_attention": 8, "compressed_sparse_attention": 8},
+        )
+        layer = DeepseekV4HCACache(config)
+        _fill(layer, WINDOW - 1, step=1)
+        self.assertTrue(layer.is_croppable)
+        _fill(layer, 1, start=WINDOW - 1)
+        self.assertFalse(layer.is_croppable)
+        with self.assertRaises(ValueError):
+            layer.crop(-1)
+
     @parameterized.expand(CROP_CASES)
     def test_minimax_m3_vl_index_keys_move_with_the_states(self, tokens_to_remove, expected_length):
         layer = MiniMaxM3VLSparseCacheLayer()
@@ -862,6 +958,15 @@ class ModelCacheLayersCropTest(CropTestCase):
         _fill(layer, 1, start=expected_length)
         self.assertExactlyEqual(layer.update_index(_tokens(expected_length, 1)), _static_buffer(expected_length + 1))
         self.assertExactlyEqual(layer.keys, _static_buffer(expected_length + 1))
+
+    def test_minimax_m3_vl_static_index_keys_behind_the_keys_are_left_alone(self):
+        layer = MiniMaxM3VLSparseStaticCacheLayer(max_cache_len=MAX_CACHE_LEN)
+        _fill(layer, 3)
+        layer.update_index(_tokens(0, 1))
+        layer.crop(-1)
+        self.assertEqual(int(layer.get_seq_length()), 2)
+        self.assertEqual(int(layer.idx_cumulative_length), 1)
+        self.assertExactlyEqual(layer.idx_keys, _static_buffer(1))
 
     def _reference_sliding_layer(self, is_static):
         if is_static:
@@ -894,6 +999,26 @@ class ModelCacheLayersCropTest(CropTestCase):
         keys, _ = layer.update(_tokens(expected_length, 1), _tokens(expected_length, 1))
         self.assertEqual(layer.get_seq_length(), expected_length + 1)
         self.assertExactlyEqual(keys[..., : expected_length + 1, :], _tokens(0, expected_length + 1))
+
+    @parameterized.expand([(False,), (True,)])
+    def test_unlimited_ocr_refuses_tokens_its_window_dropped(self, is_static):
+        layer = self._reference_sliding_layer(is_static)
+        # 5 more decoded tokens: beyond the sliding window
+        _fill(layer, 5, start=5, step=1)
+        before = _snapshot(layer)
+        with self.assertRaises(ValueError):
+            layer.crop(-1)
+        self.assertUnchanged(layer, before)
+
+    def test_unlimited_ocr_static_layer_is_croppable_while_within_its_window(self):
+        # 3 prefill slots, 4 sliding window slots
+        layer = UnlimitedOcrStaticReferenceSlidingWindowLayer(max_cache_len=7, sliding_window=WINDOW)
+        self.assertIs(layer.is_croppable, False)
+        _fill(layer, 3)
+        _fill(layer, WINDOW, start=3, step=1)
+        self.assertIs(layer.is_croppable, True)
+        _fill(layer, 1, start=3 + WINDOW)
+        self.assertIs(layer.is_croppable, False)
 
 
 @require_torch
