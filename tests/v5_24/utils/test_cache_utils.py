@@ -528,9 +528,9 @@ class LinearAttentionCropTest(CropTestCase):
         self.assertUnchanged(layer, before)
 
     def test_conv_states_of_a_batch_shorter_than_the_kernel_are_padded(self):
-        # A batch as large as the kernel: the states are padded to the kernel along the tokens only
+        # As many sequences and channels as the kernel size: the states are padded to the kernel along the tokens only
         layer = self._layer()
-        conv_inputs = _conv_inputs(0, 3).expand(4, 2, 3).contiguous()
+        conv_inputs = _conv_inputs(0, 3)[:, :1].expand(4, 4, 3).contiguous()
         layer.update_conv_state(conv_inputs, conv_kernel_size=4)
         layer.crop(0)
         self.assertExactlyEqual(layer.conv_states[0], torch.nn.functional.pad(conv_inputs, (1, 0)))
@@ -560,6 +560,16 @@ class LinearAttentionCropTest(CropTestCase):
         layer.crop(-1)
         self.assertFalse(layer.is_conv_states_initialized[0])
         self.assertExactlyEqual(layer.conv_states[1], _conv_inputs(0, KERNEL))
+
+    def test_every_conv_state_is_restricted_to_the_kernel(self):
+        # The first conv states are at their minimal size already, the second ones hold recorded states
+        layer = LinearAttentionLayer(number_of_states=2)
+        layer.activate_past_recording()
+        layer.update_conv_state(_conv_inputs(0, KERNEL), state_idx=0, conv_kernel_size=KERNEL)
+        layer.update_conv_state(_conv_inputs(0, 3), state_idx=1, conv_kernel_size=KERNEL)
+        layer.crop(0)
+        self.assertExactlyEqual(layer.conv_states[0], _conv_inputs(0, KERNEL))
+        self.assertExactlyEqual(layer.conv_states[1], _conv_inputs(3 - KERNEL, KERNEL))
 
     def test_conv_states_at_their_minimal_size_are_kept_in_place(self):
         # Not recording: the conv states are a fixed buffer (a static address, e.g. for CUDA graphs)
@@ -693,6 +703,15 @@ class StaticLayersCropTest(CropTestCase):
         layer.crop(0)
         self.assertUnchanged(layer, before)
 
+    def test_static_hybrid_layer_with_recurrent_states_rolls_back_fully(self):
+        layer = self._layer("hybrid")
+        _fill(layer, 3)
+        layer.update_conv_state(_conv_inputs(0, 3), conv_kernel_size=KERNEL)
+        layer.update_recurrent_state(torch.ones(1, 2, 3, dtype=torch.float64))
+        layer.crop(-3)
+        self.assertLayerHolds(layer, 0)
+        self.assertEqual(layer.recurrent_states[0].abs().sum().item(), 0)
+
     def test_static_hybrid_sliding_layer_not_recording_is_not_croppable(self):
         layer = LinearAttentionAndStaticSlidingWindowAttentionLayer(max_cache_len=WINDOW, sliding_window=WINDOW)
         _fill(layer, 2)
@@ -773,6 +792,7 @@ class QuantizedLayersCropTest(CropTestCase):
 
     def test_fp8_layer_crops_the_values_too(self):
         layer = self._fp8_layer()
+        self.assertIs(layer.is_croppable, True)
         before = layer._dequantize(layer._quantized_values)
         layer.crop(-2)
         self.assertExactlyEqual(layer._dequantize(layer._quantized_values), before[..., :3, :])
@@ -914,6 +934,12 @@ class ModelCacheLayersCropTest(CropTestCase):
         layer.crop(-1)
         self.assertEqual(layer.buffer_kv["compressor"].shape[1], 0)
         self.assertEqual(layer.entry_count["compressor"], 1)
+        # Every buffered token is removed: the next one was compressed, but all of them can go
+        with self.assertRaisesRegex(ValueError, "already compressed"):
+            layer.crop(-1)
+        layer.crop(-4)
+        self.assertEqual(layer.get_seq_length(), 0)
+        self.assertEqual(layer.entry_count["compressor"], 0)
 
     def test_deepseek_v4_is_not_croppable_once_its_window_is_full(self):
         config = DeepseekV4Config(
@@ -1149,3 +1175,16 @@ class AssistedDecodingCropTest(unittest.TestCase):
         accepted = torch.cat([candidates[:, :5], torch.tensor([[31]])], dim=-1)
         generator._update_past_and_masks(accepted, remove_from_pkv=2)
         self.assertEqual(generator.assistant_kwargs["cache"].get_seq_length(), accepted.shape[-1] - 4)
+
+    def test_assistant_cache_behind_the_accepted_tokens_is_kept(self):
+        # The assistant has not processed the last accepted tokens yet: nothing to remove, it processes them next
+        _, assistants = self._models()
+        input_ids = torch.tensor([[5, 6, 7, 8]])
+        generator = self._generator(assistants["attention"], input_ids)
+        candidates, _ = generator.get_candidates(input_ids)
+        cache = generator.assistant_kwargs["cache"]
+        cached_length = cache.get_seq_length()
+        accepted = torch.cat([candidates, torch.tensor([[30, 31]])], dim=-1)
+        self.assertEqual(accepted.shape[-1] - 2, cached_length + 1)
+        generator._update_past_and_masks(accepted)
+        self.assertEqual(cache.get_seq_length(), cached_length)
