@@ -87,7 +87,8 @@ EXCLUDED_OPERATORS = (
 # Survivors argued equivalent, keyed by (file relative to the target's overlay, the mutated line as cosmic-ray writes it,
 # stripped, operator).
 # The argument is the one line the docs show for it.
-EQUIVALENT: dict[tuple[str, str, str], str] = {
+# 5.14 (`overlay/v5_14`)
+EQUIVALENT_V5_14: dict[tuple[str, str, str], str] = {
     (
         "step3_atomic/generation/candidate_generator.py",
         "self.assistant_kwargs, input_ids.shape[1], self.assistant_model.config.is_encoder_decoder",
@@ -144,6 +145,143 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "core/ReplaceComparisonOperator_GtE_Gt",
     ): "when `max_length` equals the length the skipped slice `[..., :max_length, :]` keeps every token.",
 }
+
+
+# 5.24 (`overlay/v5_24`)
+EQUIVALENT_V5_24: dict[tuple[str, str, str], str] = {
+    (
+        "step1_clamp/cache_utils.py",
+        "if number_of_tokens == -1 or not self.is_initialized or self.keys.numel() == 0:",
+        "core/NumberReplacer",
+    ): "with 0 tokens to remove the slices `[..., :length, :]` keep every token: the same values.",
+    (
+        "step1_clamp/cache_utils.py",
+        "if number_of_tokens == 0 or not self.is_initialized or self.keys.numel() == -1:",
+        "core/NumberReplacer",
+    ): "an initialized layer without elements is sliced to `[..., :0, :]`: the same empty states.",
+    (
+        "step1_clamp/cache_utils.py",
+        "new_length = max(self.keys.shape[2] - number_of_tokens, 0)",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "the key states are 4-D (batch, heads, tokens, head_dim), so `shape[2]` is `shape[-2]`.",
+    (
+        "step1_clamp/cache_utils.py",
+        "if number_of_tokens == -1 or number_of_tokens >= seq_length:",
+        "core/NumberReplacer",
+    ): "removing 0 tokens needs exactly the tokens the window stores (the last `sliding_window - 1`, or every token seen or recorded), so the check below never raises for 0.",
+    (
+        "step1_clamp/cache_utils.py",
+        "stored_length = self.keys.shape[2]",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "the key states are 4-D (batch, heads, tokens, head_dim), so `shape[2]` is `shape[-2]`.",
+    (
+        "step1_clamp/cache_utils.py",
+        "if not self.is_initialized or self.cumulative_length == -1:",
+        "core/NumberReplacer",
+    ): "an initialized layer that holds no token is sliced to `[:, :, 0:0]`: the same empty states and length.",
+    (
+        "step1_clamp/cache_utils.py",
+        "if not self.is_initialized and self.cumulative_length == 0:",
+        "core/ReplaceOrWithAnd",
+    ): "a layer never initialized has `cumulative_length == 0` (both return); an initialized empty one is sliced to the same empty states.",
+    (
+        "step1_clamp/cache_utils.py",
+        "first_stored_token = seq_length - self.keys.shape[2]",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "the key states are 4-D (batch, heads, tokens, head_dim), so `shape[2]` is `shape[-2]`.",
+    (
+        "step1_clamp/cache_utils.py",
+        "start = end = -1",
+        "core/NumberReplacer",
+    ): "`[:, :, k:k]` is empty for any `k`: the same empty states.",
+    (
+        "step1_clamp/cache_utils.py",
+        "start = end = 1",
+        "core/NumberReplacer",
+    ): "`[:, :, k:k]` is empty for any `k`: the same empty states.",
+    (
+        "step2_atomic/cache_utils.py",
+        "if conv_states.shape[-1] <= kernel_size:",
+        "core/ReplaceComparisonOperator_Lt_LtE",
+    ): "at the kernel size the padding is `(0, 0)`: the same values.",
+    (
+        "step2_atomic/generation/candidate_generator.py",
+        "if not TYPE_CHECKING:",
+        "core/AddNot",
+    ): "the names imported exist in upstream's module, whose globals the methods run with: importing them at runtime changes nothing.",
+    (
+        "step2_atomic/generation/candidate_generator.py",
+        "target_cache_size = input_ids.shape[1] - 1 - remove_from_pkv - num_added_tokens",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "`input_ids` is always 2-D (batch, sequence) here, so `shape[1]` is `shape[-1]` (upstream's own line).",
+    (
+        "step2_atomic/generation/candidate_generator.py",
+        "self.assistant_kwargs, input_ids.shape[1], self.assistant_model.config.is_encoder_decoder",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "`input_ids` is always 2-D (batch, sequence) here, so `shape[1]` is `shape[-1]` (upstream's own line).",
+    (
+        "step2_atomic/generation/candidate_generator.py",
+        "self.assistant_kwargs = _prepare_token_type_ids(self.assistant_kwargs, input_ids.shape[1])",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "`input_ids` is always 2-D (batch, sequence) here, so `shape[1]` is `shape[-1]` (upstream's own line).",
+    (
+        "step3_static/cache_utils.py",
+        "if indexer_length >= new_length:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "when the lengths are equal the zeroed slice is empty and the length is set to itself.",
+    (
+        "step4_quantized/cache_utils.py",
+        "if number_of_tokens > -1 and number_of_tokens >= self.cumulative_length:",
+        "core/NumberReplacer",
+    ): "this `crop` only gets 0 tokens or at least the length (partial crops are refused before, or handled by the subclass): for 0 it resets only an empty layer, which changes nothing.",
+    (
+        "step4_quantized/cache_utils.py",
+        "if number_of_tokens >= 0 and number_of_tokens >= self.cumulative_length:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "this `crop` only gets 0 tokens or at least the length (partial crops are refused before, or handled by the subclass): for 0 it resets only an empty layer, which changes nothing.",
+    (
+        "step4_quantized/cache_utils.py",
+        "if number_of_tokens > 0 or number_of_tokens >= self.cumulative_length:",
+        "core/ReplaceAndWithOr",
+    ): "this `crop` only gets 0 tokens or at least the length (partial crops are refused before, or handled by the subclass): for 0 it resets only an empty layer, which changes nothing.",
+    (
+        "step4_quantized/cache_utils.py",
+        "residual_length = self.keys.shape[2] if self.is_initialized and self.keys.dim() == 4 else 0",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "the residual states are 4-D when this branch is taken (`dim() == 4`), so `shape[2]` is `shape[-2]`.",
+    (
+        "step5_models/models/deepseek_v4/modeling_deepseek_v4.py",
+        "if not TYPE_CHECKING:",
+        "core/AddNot",
+    ): "the names imported exist in upstream's module, whose globals the methods run with: importing them at runtime changes nothing.",
+    (
+        "step5_models/models/deepseek_v4/modeling_deepseek_v4.py",
+        "elif buffered_kv is not None and removed_tokens >= 0:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "with 0 removed tokens the buffers are sliced to their own length: the same values.",
+    (
+        "step5_models/models/minimax_m3_vl/modeling_minimax_m3_vl.py",
+        "if self.idx_keys is not None and index_length >= new_length:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "when the lengths are equal the zeroed slice is empty and the length is set to itself.",
+    (
+        "step5_models/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "if not TYPE_CHECKING:",
+        "core/AddNot",
+    ): "the names imported exist in upstream's module, whose globals the methods run with: importing them at runtime changes nothing.",
+    (
+        "step5_models/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "if prefill_tokens_to_remove > -1 and self.is_initialized:",
+        "core/NumberReplacer",
+    ): "with 0 prefill tokens to remove the prefill keeps its length: sliced (dynamic) or zeroed (static) over an empty range.",
+    (
+        "step5_models/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "if prefill_tokens_to_remove >= 0 and self.is_initialized:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "with 0 prefill tokens to remove the prefill keeps its length: sliced (dynamic) or zeroed (static) over an empty range.",
+}
+
+EQUIVALENT = {"v5_14": EQUIVALENT_V5_14, "v5_24": EQUIVALENT_V5_24}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -754,7 +892,7 @@ def report(target, shards, overlay, _skipped, baseline_seconds, exec_seconds, te
             for line in (result.diff or "").splitlines()
             if line.startswith("+") and not line.startswith("+++")
         ]
-        reason = EQUIVALENT.get((name, mutated[0] if mutated else "", mutation.operator_name))
+        reason = EQUIVALENT[target].get((name, mutated[0] if mutated else "", mutation.operator_name))
         if reason is None:
             unexplained += 1
         lines += [
