@@ -66,6 +66,10 @@ TEST_SELECTION = {
     # the upstream main target has only its upstream-style tests (the project's own tests need 5.14)
     "v5_24": ("tests/v5_24",),
 }
+# The first phase of a two-phase session (`--fast`): the unit tests of the target, which kill most mutants in seconds.
+# The end-to-end generation and stateful tests then run only for the survivors of the first phase (`--recheck`, which
+# runs every test that executes the mutated function).
+FAST_TESTS = {"v5_14": ("tests/v5_14/", "tests/test_call_sites.py"), "v5_24": ("tests/v5_24/",)}
 # Deselected for speed: the quanto/hqq backend tests build native kernels (minutes on a cold cache); the in-repo
 # quantizer tests of the same `crop` run instead.
 DESELECT = {"v5_14": "not QuantizedBackendsCropTest", "v5_24": ""}
@@ -297,12 +301,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="mutants tested in parallel (each in its own copy)")
     parser.add_argument("--dry-run", action="store_true", help="only count the mutants and the skipped ones")
     parser.add_argument("--only", default=None, help="regex on 'file:line operator': run only the matching mutants")
+    parser.add_argument(
+        "--fast",
+        action="store_true",
+        help="first phase only: each mutant runs the unit tests (FAST_TESTS); `--recheck` runs the rest for survivors",
+    )
+    parser.add_argument("--phase", default="all", help=argparse.SUPPRESS)  # of `--run-tests`: "fast" or "all"
     parser.add_argument("--run-tests", metavar="TARGET", help=argparse.SUPPRESS)  # cosmic-ray's test command
     parser.add_argument("--serve", metavar="TARGET", help=argparse.SUPPRESS)  # the test server of one scratch copy
     parser.add_argument("--map-coverage", metavar="TARGET", help=argparse.SUPPRESS)  # which tests run what
     args = parser.parse_args(argv)
     if args.run_tests:
-        return run_tests(args.run_tests)
+        return run_tests(args.run_tests, args.phase)
     if args.serve:
         return serve(args.serve)
     if args.map_coverage:
@@ -329,15 +339,19 @@ def main(argv: list[str] | None = None) -> int:
         elif args.report:
             status |= report_only(name)
         else:
-            status |= run_target(name, args.limit, args.only, args.dry_run, args.jobs)
+            status |= run_target(name, args.limit, args.only, args.dry_run, args.jobs, args.fast)
     return status
 
 
-def run_target(target: str, limit: int | None, only: str | None, dry_run: bool = False, jobs: int = 1) -> int:
+def run_target(
+    target: str, limit: int | None, only: str | None, dry_run: bool = False, jobs: int = 1, fast: bool = False
+) -> int:
     work = BUILD / target
     shutil.rmtree(work, ignore_errors=True)
     overlay = Path("src/cache_crop_fix/overlay") / target
     test_command = f"{sys.executable} -B {ROOT / 'utils' / 'mutation_testing.py'} --run-tests {target}"
+    if fast:
+        test_command += " --phase fast"
     cosmic_ray = [sys.executable, "-m", "cosmic_ray.cli"]
     # The overlay as it is, to find what cosmic-ray changed in a copy (`run_tests`)
     shutil.copytree(ROOT / overlay, work / "pristine", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
@@ -620,7 +634,7 @@ def _tests_for(target: str, relative: str, line: int, source: str) -> tuple[list
     return [test for test in order if test in tests], f"the {len(tests)} tests that execute `{innermost.name}`"
 
 
-def run_tests(target: str) -> int:
+def run_tests(target: str, phase: str = "all") -> int:
     """cosmic-ray's test command, run in a scratch copy with one mutant applied: runs, in its test server, the tests
     that execute the mutated function (`-x`), and exits with pytest's status."""
     import socket
@@ -642,6 +656,9 @@ def run_tests(target: str) -> int:
         line = _changed_line(original, path)
         tests, why = _tests_for(target, str(path.relative_to(overlay)), line, original.read_text())
         print(f"mutant at {path.relative_to(overlay)}:{line}: {why}")
+    if phase == "fast":
+        tests = [test for test in tests if test.startswith(FAST_TESTS[target])]
+        print(f"first phase: {len(tests)} of them")
     if not tests:
         print("no test executes this code: the mutant survives")
         return 0
