@@ -306,6 +306,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="first phase only: each mutant runs the unit tests (FAST_TESTS); `--recheck` runs the rest for survivors",
     )
+    parser.add_argument(
+        "--reuse-map",
+        action="store_true",
+        help="with --recheck: keep the session's coverage map (which tests run what) instead of measuring it again",
+    )
     parser.add_argument("--phase", default="all", help=argparse.SUPPRESS)  # of `--run-tests`: "fast" or "all"
     parser.add_argument("--run-tests", metavar="TARGET", help=argparse.SUPPRESS)  # cosmic-ray's test command
     parser.add_argument("--serve", metavar="TARGET", help=argparse.SUPPRESS)  # the test server of one scratch copy
@@ -335,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             continue
         if args.recheck:
-            status |= recheck_survivors(name, args.only)
+            status |= recheck_survivors(name, args.only, args.reuse_map)
         elif args.report:
             status |= report_only(name)
         else:
@@ -672,7 +677,7 @@ def run_tests(target: str, phase: str = "all") -> int:
     return code
 
 
-def recheck_survivors(target: str, only: str | None = None) -> int:
+def recheck_survivors(target: str, only: str | None = None, reuse_map: bool = False) -> int:
     """Runs each survivor of the last session again, with the current tests copied into the scratch copy, and records
     the new outcome in the session (cosmic-ray's `mutate-and-test` applies the mutant, runs the tests, restores)."""
     from cosmic_ray.work_db import WorkDB, use_db
@@ -687,7 +692,8 @@ def recheck_survivors(target: str, only: str | None = None) -> int:
     for shard in shards:
         shutil.rmtree(shard / "tests")
         shutil.copytree(ROOT / "tests", shard / "tests", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    _map(target, shards[0])
+    if not reuse_map:
+        _map(target, shards[0])
 
     def recheck_shard(shard: Path) -> None:
         env = _env(shard)
