@@ -148,6 +148,56 @@ EQUIVALENT_V5_14: dict[tuple[str, str, str], str] = {
         "if max_length > 0 and max_length > self.keys.shape[-2]:",
         "core/ReplaceComparisonOperator_GtE_Gt",
     ): "when `max_length` equals the length the skipped slice `[..., :max_length, :]` keeps every token.",
+    (
+        "step7_history/cache_utils.py",
+        "self.conv_states[0].clone() if has_past or self.conv_states[0] is not None else None",
+        "core/ReplaceAndWithOr",
+    ): "without a past the next history entry holds no recurrent states (`None`), and restoring such an entry never reads its conv states.",
+    (
+        "step7_history/cache_utils.py",
+        "self.has_previous_state[ 1] = True",
+        "core/NumberReplacer",
+    ): "`has_previous_state[0]` is already true whenever a non-empty entry is restored (only a full rollback, which clears the history, or restoring the first entry sets it false); key 1 is never read (`number_of_states == 1`).",
+    (
+        "step7_history/cache_utils.py",
+        "if missing >= 0 and not self.record_past:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "with nothing missing the padding is `(0, 0)`: the same states.",
+    (
+        "step7_history/cache_utils.py",
+        "self.prefetch(layer_idx - 1, self.only_non_sliding)",
+        "core/ReplaceBinaryOperator_Add_Sub",
+    ): "not testable here, not argued equivalent: upstream's own line of `Cache.update` (which step 7 rewrites whole), reached only with offloading, which needs CUDA streams.",
+    (
+        "step7_history/cache_utils.py",
+        "if history_length > -1:",
+        "core/NumberReplacer",
+    ): "with `history_length=0` the two lists are computed again from the layers that already have a history (it can only grow): the same lists, or an empty one that `update` loops over.",
+    (
+        "step7_history/generation/candidate_generator.py",
+        "new_cache_size = max(input_ids.shape[-1] - 1 - remove_from_pkv - num_added_tokens, -1)",
+        "core/NumberReplacer",
+    ): "a size of -1 removes one token more than the cache holds: the same full rollback as removing all of them.",
+    (
+        "step7_history/generation/candidate_generator.py",
+        "new_cache_size = max(input_ids.shape[1] - 1 - remove_from_pkv - num_added_tokens, 0)",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "`input_ids` is always 2-D (batch, sequence) here, so `shape[1]` is `shape[-1]` (upstream's own line).",
+    (
+        "step7_history/generation/candidate_generator.py",
+        "self.assistant_kwargs = _prepare_token_type_ids(self.assistant_kwargs, input_ids.shape[1])",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "`input_ids` is always 2-D (batch, sequence) here, so `shape[1]` is `shape[-1]` (upstream's own line).",
+    (
+        "step7_history/generation/candidate_generator.py",
+        'if getattr(self, "_assistant_history_length", -1) < history_length:',
+        "core/NumberReplacer",
+    ): "`history_length` is `num_assistant_tokens + 1 >= 1`, so a default of -1 or 0 gives the same comparison.",
+    (
+        "step7_history/generation/candidate_generator.py",
+        'if getattr(self, "_assistant_history_length", 1) < history_length:',
+        "core/NumberReplacer",
+    ): "differs only for `num_assistant_tokens == 0` (`history_length == 1`), and then `_prepare_assistant_cache` already gave the cache `history_length=1`.",
 }
 
 

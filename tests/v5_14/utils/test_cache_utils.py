@@ -1750,8 +1750,16 @@ class LinearAttentionHistoryTest(unittest.TestCase):
     def test_short_prompt_is_padded_without_recording(self):
         # Without recording, the conv states keep the last `KERNEL_SIZE` states, left-padded with zeros
         layer = LinearAttentionLayer()
-        tokens = torch.tensor([[[1.0], [1.0]]], dtype=torch.float64)
+        # 1 sequence, 4 channels, 2 tokens: the padding counts the tokens
+        tokens = torch.tensor([1.0, 2.0], dtype=torch.float64).expand(1, 4, 2)
         returned = layer.update_conv_state(tokens, conv_kernel_size=KERNEL_SIZE)
-        expected = [[[0.0, 0.0, 1.0]] * 2]
+        expected = [[[0.0, 1.0, 2.0]] * 4]
         self.assertEqual(returned.tolist(), expected)
         self.assertEqual(layer.conv_states[0].tolist(), expected)
+
+    def test_history_of_one_update(self):
+        cache = _history_cache(history_length=1)
+        _linear_forward(cache, [1, 2])
+        _linear_forward(cache, [3])
+        cache.crop(-1)
+        self.assertEqual(_linear_states(cache), _expected_linear_states([1, 2]))
