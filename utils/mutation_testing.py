@@ -711,6 +711,8 @@ def run_tests(target: str, phase: str = "all") -> int:
         line = _changed_line(original, path)
         tests, why = _tests_for(target, str(path.relative_to(overlay)), line, original.read_text())
         print(f"mutant at {path.relative_to(overlay)}:{line}: {why}")
+    unmeasured = json.loads((BUILD / target / "coverage.json").read_text()).get("unmeasured", [])
+    tests = unmeasured + [test for test in tests if test not in unmeasured]
     if phase == "fast":
         tests = [test for test in tests if test.startswith(FAST_TESTS[target])]
         print(f"first phase: {len(tests)} of them")
@@ -744,6 +746,15 @@ def recheck_survivors(target: str, only: str | None = None, reuse_map: bool = Fa
         shutil.copytree(ROOT / "tests", shard / "tests", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     if not reuse_map:
         _map(target, shards[0])
+    else:
+        # Tests added since the map was measured run for every survivor (what they execute is not known)
+        command = [sys.executable, "-B", "-m", "pytest", "--collect-only", "-q", *_selection_args(target)]
+        output = subprocess.run(command, cwd=shards[0], env=_env(shards[0]), capture_output=True, text=True).stdout
+        data = json.loads((work / "coverage.json").read_text())
+        measured = set(data["order"])
+        data["unmeasured"] = [line for line in output.splitlines() if "::" in line and line not in measured]
+        (work / "coverage.json").write_text(json.dumps(data))
+        print(f"[{target}] {len(data['unmeasured'])} tests added since the map run for every survivor", flush=True)
 
     def recheck_shard(shard: Path) -> None:
         env = _env(shard)
