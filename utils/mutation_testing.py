@@ -198,6 +198,26 @@ EQUIVALENT_V5_14: dict[tuple[str, str, str], str] = {
         'if getattr(self, "_assistant_history_length", 1) < history_length:',
         "core/NumberReplacer",
     ): "differs only for `num_assistant_tokens == 0` (`history_length == 1`), and then `_prepare_assistant_cache` already gave the cache `history_length=1`.",
+    (
+        "step7_history/cache_utils.py",
+        "self.has_previous_state[ -1] = True",
+        "core/NumberReplacer",
+    ): "`has_previous_state[0]` is already true whenever a non-empty entry is restored (only a full rollback, which clears the history, or restoring the first entry sets it false); key -1 is never read (`number_of_states == 1`).",
+    (
+        "step7_history/generation/candidate_generator.py",
+        "self.assistant_kwargs, input_ids.shape[1], self.assistant_model.config.is_encoder_decoder",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "`input_ids` is always 2-D (batch, sequence) here, so `shape[1]` is `shape[-1]` (upstream's own line).",
+    (
+        "step7_history/generation/candidate_generator.py",
+        "decoder_cache.activate_past_recording(history_length=int(self.num_assistant_tokens) + 2)",
+        "core/NumberReplacer",
+    ): "a history one entry longer keeps more states (memory) but restores exactly the same ones.",
+    (
+        "step7_history/generation/candidate_generator.py",
+        "history_length = int(self.num_assistant_tokens) + 2",
+        "core/NumberReplacer",
+    ): "a history one entry longer keeps more states (memory) but restores exactly the same ones.",
 }
 
 
