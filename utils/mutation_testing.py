@@ -218,6 +218,31 @@ EQUIVALENT_V5_14: dict[tuple[str, str, str], str] = {
         "history_length = int(self.num_assistant_tokens) + 2",
         "core/NumberReplacer",
     ): "a history one entry longer keeps more states (memory) but restores exactly the same ones.",
+    (
+        "step7_history/cache_utils.py",
+        "if not TYPE_CHECKING:",
+        "core/AddNot",
+    ): "the names imported exist in upstream's module, whose globals the methods run with: importing them at runtime changes nothing.",
+    (
+        "step7_history/generation/candidate_generator.py",
+        "if not TYPE_CHECKING:",
+        "core/AddNot",
+    ): "the names imported exist in upstream's module, whose globals the methods run with: importing them at runtime changes nothing.",
+    (
+        "step7_history/cache_utils.py",
+        "if max_length >= 0:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "`max_length == 0` returned just above.",
+    (
+        "step7_history/cache_utils.py",
+        "if history_length >= 0:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "with `history_length=0` the two lists are computed again from the layers that already have a history (it can only grow): the same lists, or an empty one that `update` loops over.",
+    (
+        "step7_history/cache_utils.py",
+        "self.prefetch(layer_idx + 0, self.only_non_sliding)",
+        "core/NumberReplacer",
+    ): "not testable here, not argued equivalent: upstream's own line of `Cache.update` (which step 7 rewrites whole), reached only with offloading, which needs CUDA streams.",
 }
 
 

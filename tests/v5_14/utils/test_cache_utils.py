@@ -1763,3 +1763,12 @@ class LinearAttentionHistoryTest(unittest.TestCase):
         _linear_forward(cache, [3])
         cache.crop(-1)
         self.assertEqual(_linear_states(cache), _expected_linear_states([1, 2]))
+
+    def test_history_in_inference_mode(self):
+        # Inference tensors have no version counter: the states kept are taken as intact
+        with torch.inference_mode():
+            cache = _history_cache(history_length=3)
+            _linear_forward(cache, [1, 2])
+            _linear_forward(cache, [3])
+            cache.crop(-1)
+            self.assertEqual(_linear_states(cache), _expected_linear_states([1, 2]))
