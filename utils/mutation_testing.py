@@ -820,6 +820,8 @@ def recheck_survivors(target: str, only: str | None = None, reuse_map: bool = Fa
             ]
             for item, result in survivors:
                 (mutation,) = item.mutations
+                if _argument(target, mutation, result) is not None:
+                    continue  # argued equivalent: nothing to re-test
                 command = [sys.executable, "-m", "cosmic_ray.cli", "mutate-and-test"]
                 command += [str(mutation.module_path), mutation.operator_name, str(mutation.occurrence), test_command]
                 output = subprocess.run(command, cwd=shard, env=env, capture_output=True, text=True, check=True).stdout
@@ -839,6 +841,17 @@ def recheck_survivors(target: str, only: str | None = None, reuse_map: bool = Fa
     with _test_servers(target, shards), concurrent.futures.ThreadPoolExecutor(len(shards)) as pool:
         list(pool.map(recheck_shard, shards))
     return report(target, shards, Path("src/cache_crop_fix/overlay") / target, None, 0, 0, test_command, len(shards))
+
+
+def _argument(target: str, mutation, result) -> str | None:
+    """The one-line argument in `EQUIVALENT` for a survivor, if any."""
+    name = str(Path(mutation.module_path).relative_to(Path("src/cache_crop_fix/overlay") / target))
+    mutated = [
+        line[1:].strip()
+        for line in (result.diff or "").splitlines()
+        if line.startswith("+") and not line.startswith("+++")
+    ]
+    return EQUIVALENT[target].get((name, mutated[0] if mutated else "", mutation.operator_name))
 
 
 def report_only(target: str) -> int:
