@@ -793,7 +793,7 @@ def recheck_survivors(target: str, only: str | None = None, reuse_map: bool = Fa
         _map(target, shards[0])
     else:
         # Tests added since the map was measured run for every survivor (what they execute is not known)
-        command = [sys.executable, "-B", "-m", "pytest", "--collect-only", "-q", *_selection_args(target)]
+        command = [sys.executable, "-B", "-m", "pytest", "--collect-only", *_selection_args(target)]
         output = subprocess.run(command, cwd=shards[0], env=_env(shards[0]), capture_output=True, text=True).stdout
         data = json.loads((work / "coverage.json").read_text())
         measured = set(data["order"])
