@@ -243,6 +243,11 @@ EQUIVALENT_V5_14: dict[tuple[str, str, str], str] = {
         "self.prefetch(layer_idx + 0, self.only_non_sliding)",
         "core/NumberReplacer",
     ): "not testable here, not argued equivalent: upstream's own line of `Cache.update` (which step 7 rewrites whole), reached only with offloading, which needs CUDA streams.",
+    (
+        "step7_history/cache_utils.py",
+        "if history_length > 0 and (history is None or history.maxlen <= history_length):",
+        "core/ReplaceComparisonOperator_Lt_LtE",
+    ): "a history already as long as asked is rebuilt with the same entries and length (the set-up below runs only for a new one).",
 }
 
 
