@@ -1772,3 +1772,10 @@ class LinearAttentionHistoryTest(unittest.TestCase):
             _linear_forward(cache, [3])
             cache.crop(-1)
             self.assertEqual(_linear_states(cache), _expected_linear_states([1, 2]))
+
+    def test_refusal_names_the_number_of_tokens_to_remove(self):
+        cache = _history_cache(history_length=5)
+        _linear_forward(cache, [1, 2, 3])
+        _linear_forward(cache, [4])
+        with self.assertRaisesRegex(RuntimeError, r"Cannot remove 2 token\(s\)"):
+            cache.crop(-2)
