@@ -248,6 +248,16 @@ EQUIVALENT_V5_14: dict[tuple[str, str, str], str] = {
         "if history_length > 0 and (history is None or history.maxlen <= history_length):",
         "core/ReplaceComparisonOperator_Lt_LtE",
     ): "a history already as long as asked is rebuilt with the same entries and length (the set-up below runs only for a new one).",
+    (
+        "step7_history/cache_utils.py",
+        "if max_length > -1:",
+        "core/NumberReplacer",
+    ): "`max_length == 0` returned just above.",
+    (
+        "step7_history/cache_utils.py",
+        "layer._record_update_length(key_states.shape[2])",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "the key states are 4-D (batch, heads, tokens, head_dim), so `shape[2]` is `shape[-2]`.",
 }
 
 
