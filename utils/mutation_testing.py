@@ -33,6 +33,7 @@ import shutil
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
 
 
@@ -40,25 +41,38 @@ ROOT = Path(__file__).resolve().parent.parent
 OVERLAY = ROOT / "src" / "cache_crop_fix" / "overlay"
 BUILD = ROOT / "build" / "mutation"
 
-# The tests that run against each mutant: fast, and covering every overlay file (ordered so that most mutants die in
-# the first seconds; `-x` stops at the first failure). `{target}` is the target's test folder.
-TEST_SELECTION = (
-    "tests/{target}/utils/test_cache_utils.py",
-    "tests/{target}/utils",
-    "tests/test_call_sites.py",
-    "tests/test_stateful.py",
-    "tests/test_stateful_hybrid.py",
-    "tests/test_generation.py::AssistedGenerationCropTest::test_assistant_model_matches_greedy_llama_prompt_1",
-    "tests/test_generation.py::AssistedGenerationCropTest::test_assistant_model_matches_greedy_gemma2_prompt_7",
-    "tests/test_generation.py::AssistedGenerationCropTest::test_sliding_window_is_crossed_mistral",
-    "tests/test_generation_hybrid.py::HybridAssistedGenerationTest::test_hybrid_assistant_matches_greedy_1_qwen3_next",
-    "tests/test_generation_hybrid.py::HybridAssistedGenerationTest::test_hybrid_assistant_matches_greedy_2_lfm2",
-    "tests/test_generation_hybrid.py::AssistantRollbackModeTest",
-    "tests/{target}/generation",
-)
+# The tests of each target, in the order they run against a mutant (fast unit tests first, the end-to-end generation
+# runs last; `-x` stops at the first failure). A mutant runs only those of them that execute the function it is in
+# (measured by one coverage run of the whole selection at the start of the session, `coverage.json`), and the whole
+# selection if it is outside any function (module level, a decorator, a default value's signature line).
+TEST_SELECTION = {
+    "v5_14": (
+        "tests/v5_14/utils/test_cache_utils.py",
+        "tests/v5_14/utils",
+        "tests/v5_14/generation",
+        "tests/v5_14/models",
+        "tests/test_call_sites.py",
+        "tests/test_stateful.py",
+        "tests/test_stateful_hybrid.py",
+        "tests/test_stateful_history.py",
+        "tests/test_generation.py::AssistedGenerationCropTest::test_assistant_model_matches_greedy_llama_prompt_1",
+        "tests/test_generation.py::AssistedGenerationCropTest::test_assistant_model_matches_greedy_gemma2_prompt_7",
+        "tests/test_generation.py::AssistedGenerationCropTest::test_sliding_window_is_crossed_mistral",
+        "tests/test_generation_hybrid.py::HybridAssistedGenerationTest::test_hybrid_assistant_matches_greedy_1_qwen3_next",
+        "tests/test_generation_hybrid.py::HybridAssistedGenerationTest::test_hybrid_assistant_matches_greedy_2_lfm2",
+        "tests/test_generation_hybrid.py::AssistantRollbackModeTest",
+        "tests/test_generation_history.py",
+    ),
+    # the upstream main target has only its upstream-style tests (the project's own tests need 5.14)
+    "v5_24": ("tests/v5_24",),
+}
+# The first phase of a two-phase session (`--fast`): the unit tests of the target, which kill most mutants in seconds.
+# The end-to-end generation and stateful tests then run only for the survivors of the first phase (`--recheck`, which
+# runs every test that executes the mutated function).
+FAST_TESTS = {"v5_14": ("tests/v5_14/", "tests/test_call_sites.py"), "v5_24": ("tests/v5_24/",)}
 # Deselected for speed: the quanto/hqq backend tests build native kernels (minutes on a cold cache); the in-repo
 # quantizer tests of the same `crop` run instead.
-DESELECT = "not QuantizedBackendsCropTest"
+DESELECT = {"v5_14": "not QuantizedBackendsCropTest", "v5_24": ""}
 TIMEOUT = 300.0
 
 # Left out for cost (2 shared cores): a full cosmic-ray operator set gives ~590 mutants of the 5.14 overlay (after the
@@ -77,7 +91,8 @@ EXCLUDED_OPERATORS = (
 # Survivors argued equivalent, keyed by (file relative to the target's overlay, the mutated line as cosmic-ray writes it,
 # stripped, operator).
 # The argument is the one line the docs show for it.
-EQUIVALENT: dict[tuple[str, str, str], str] = {
+# 5.14 (`overlay/v5_14`)
+EQUIVALENT_V5_14: dict[tuple[str, str, str], str] = {
     (
         "step3_atomic/generation/candidate_generator.py",
         "self.assistant_kwargs, input_ids.shape[1], self.assistant_model.config.is_encoder_decoder",
@@ -133,7 +148,254 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "if max_length > 0 and max_length > self.keys.shape[-2]:",
         "core/ReplaceComparisonOperator_GtE_Gt",
     ): "when `max_length` equals the length the skipped slice `[..., :max_length, :]` keeps every token.",
+    (
+        "step7_history/cache_utils.py",
+        "self.conv_states[0].clone() if has_past or self.conv_states[0] is not None else None",
+        "core/ReplaceAndWithOr",
+    ): "without a past the next history entry holds no recurrent states (`None`), and restoring such an entry never reads its conv states.",
+    (
+        "step7_history/cache_utils.py",
+        "self.has_previous_state[ 1] = True",
+        "core/NumberReplacer",
+    ): "`has_previous_state[0]` is already true whenever a non-empty entry is restored (only a full rollback, which clears the history, or restoring the first entry sets it false); key 1 is never read (`number_of_states == 1`).",
+    (
+        "step7_history/cache_utils.py",
+        "if missing >= 0 and not self.record_past:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "with nothing missing the padding is `(0, 0)`: the same states.",
+    (
+        "step7_history/cache_utils.py",
+        "self.prefetch(layer_idx - 1, self.only_non_sliding)",
+        "core/ReplaceBinaryOperator_Add_Sub",
+    ): "not testable here, not argued equivalent: upstream's own line of `Cache.update` (which step 7 rewrites whole), reached only with offloading, which needs CUDA streams.",
+    (
+        "step7_history/cache_utils.py",
+        "if history_length > -1:",
+        "core/NumberReplacer",
+    ): "with `history_length=0` the two lists are computed again from the layers that already have a history (it can only grow): the same lists, or an empty one that `update` loops over.",
+    (
+        "step7_history/generation/candidate_generator.py",
+        "new_cache_size = max(input_ids.shape[-1] - 1 - remove_from_pkv - num_added_tokens, -1)",
+        "core/NumberReplacer",
+    ): "a size of -1 removes one token more than the cache holds: the same full rollback as removing all of them.",
+    (
+        "step7_history/generation/candidate_generator.py",
+        "new_cache_size = max(input_ids.shape[1] - 1 - remove_from_pkv - num_added_tokens, 0)",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "`input_ids` is always 2-D (batch, sequence) here, so `shape[1]` is `shape[-1]` (upstream's own line).",
+    (
+        "step7_history/generation/candidate_generator.py",
+        "self.assistant_kwargs = _prepare_token_type_ids(self.assistant_kwargs, input_ids.shape[1])",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "`input_ids` is always 2-D (batch, sequence) here, so `shape[1]` is `shape[-1]` (upstream's own line).",
+    (
+        "step7_history/generation/candidate_generator.py",
+        'if getattr(self, "_assistant_history_length", -1) < history_length:',
+        "core/NumberReplacer",
+    ): "`history_length` is `num_assistant_tokens + 1 >= 1`, so a default of -1 or 0 gives the same comparison.",
+    (
+        "step7_history/generation/candidate_generator.py",
+        'if getattr(self, "_assistant_history_length", 1) < history_length:',
+        "core/NumberReplacer",
+    ): "differs only for `num_assistant_tokens == 0` (`history_length == 1`), and then `_prepare_assistant_cache` already gave the cache `history_length=1`.",
+    (
+        "step7_history/cache_utils.py",
+        "self.has_previous_state[ -1] = True",
+        "core/NumberReplacer",
+    ): "`has_previous_state[0]` is already true whenever a non-empty entry is restored (only a full rollback, which clears the history, or restoring the first entry sets it false); key -1 is never read (`number_of_states == 1`).",
+    (
+        "step7_history/generation/candidate_generator.py",
+        "self.assistant_kwargs, input_ids.shape[1], self.assistant_model.config.is_encoder_decoder",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "`input_ids` is always 2-D (batch, sequence) here, so `shape[1]` is `shape[-1]` (upstream's own line).",
+    (
+        "step7_history/generation/candidate_generator.py",
+        "decoder_cache.activate_past_recording(history_length=int(self.num_assistant_tokens) + 2)",
+        "core/NumberReplacer",
+    ): "a history one entry longer keeps more states (memory) but restores exactly the same ones.",
+    (
+        "step7_history/generation/candidate_generator.py",
+        "history_length = int(self.num_assistant_tokens) + 2",
+        "core/NumberReplacer",
+    ): "a history one entry longer keeps more states (memory) but restores exactly the same ones.",
+    (
+        "step7_history/cache_utils.py",
+        "if not TYPE_CHECKING:",
+        "core/AddNot",
+    ): "the names imported exist in upstream's module, whose globals the methods run with: importing them at runtime changes nothing.",
+    (
+        "step7_history/generation/candidate_generator.py",
+        "if not TYPE_CHECKING:",
+        "core/AddNot",
+    ): "the names imported exist in upstream's module, whose globals the methods run with: importing them at runtime changes nothing.",
+    (
+        "step7_history/cache_utils.py",
+        "if max_length >= 0:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "`max_length == 0` returned just above.",
+    (
+        "step7_history/cache_utils.py",
+        "if history_length >= 0:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "with `history_length=0` the two lists are computed again from the layers that already have a history (it can only grow): the same lists, or an empty one that `update` loops over.",
+    (
+        "step7_history/cache_utils.py",
+        "self.prefetch(layer_idx + 0, self.only_non_sliding)",
+        "core/NumberReplacer",
+    ): "not testable here, not argued equivalent: upstream's own line of `Cache.update` (which step 7 rewrites whole), reached only with offloading, which needs CUDA streams.",
+    (
+        "step7_history/cache_utils.py",
+        "if history_length > 0 and (history is None or history.maxlen <= history_length):",
+        "core/ReplaceComparisonOperator_Lt_LtE",
+    ): "a history already as long as asked is rebuilt with the same entries and length (the set-up below runs only for a new one).",
+    (
+        "step7_history/cache_utils.py",
+        "if max_length > -1:",
+        "core/NumberReplacer",
+    ): "`max_length == 0` returned just above.",
+    (
+        "step7_history/cache_utils.py",
+        "layer._record_update_length(key_states.shape[2])",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "the key states are 4-D (batch, heads, tokens, head_dim), so `shape[2]` is `shape[-2]`.",
 }
+
+
+# 5.24 (`overlay/v5_24`)
+EQUIVALENT_V5_24: dict[tuple[str, str, str], str] = {
+    (
+        "step1_clamp/cache_utils.py",
+        "if number_of_tokens == -1 or not self.is_initialized or self.keys.numel() == 0:",
+        "core/NumberReplacer",
+    ): "with 0 tokens to remove the slices `[..., :length, :]` keep every token: the same values.",
+    (
+        "step1_clamp/cache_utils.py",
+        "if number_of_tokens == 0 or not self.is_initialized or self.keys.numel() == -1:",
+        "core/NumberReplacer",
+    ): "an initialized layer without elements is sliced to `[..., :0, :]`: the same empty states.",
+    (
+        "step1_clamp/cache_utils.py",
+        "new_length = max(self.keys.shape[2] - number_of_tokens, 0)",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "the key states are 4-D (batch, heads, tokens, head_dim), so `shape[2]` is `shape[-2]`.",
+    (
+        "step1_clamp/cache_utils.py",
+        "if number_of_tokens == -1 or number_of_tokens >= seq_length:",
+        "core/NumberReplacer",
+    ): "removing 0 tokens needs exactly the tokens the window stores (the last `sliding_window - 1`, or every token seen or recorded), so the check below never raises for 0.",
+    (
+        "step1_clamp/cache_utils.py",
+        "stored_length = self.keys.shape[2]",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "the key states are 4-D (batch, heads, tokens, head_dim), so `shape[2]` is `shape[-2]`.",
+    (
+        "step1_clamp/cache_utils.py",
+        "if not self.is_initialized or self.cumulative_length == -1:",
+        "core/NumberReplacer",
+    ): "an initialized layer that holds no token is sliced to `[:, :, 0:0]`: the same empty states and length.",
+    (
+        "step1_clamp/cache_utils.py",
+        "if not self.is_initialized and self.cumulative_length == 0:",
+        "core/ReplaceOrWithAnd",
+    ): "a layer never initialized has `cumulative_length == 0` (both return); an initialized empty one is sliced to the same empty states.",
+    (
+        "step1_clamp/cache_utils.py",
+        "first_stored_token = seq_length - self.keys.shape[2]",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "the key states are 4-D (batch, heads, tokens, head_dim), so `shape[2]` is `shape[-2]`.",
+    (
+        "step1_clamp/cache_utils.py",
+        "start = end = -1",
+        "core/NumberReplacer",
+    ): "`[:, :, k:k]` is empty for any `k`: the same empty states.",
+    (
+        "step1_clamp/cache_utils.py",
+        "start = end = 1",
+        "core/NumberReplacer",
+    ): "`[:, :, k:k]` is empty for any `k`: the same empty states.",
+    (
+        "step2_atomic/cache_utils.py",
+        "if conv_states.shape[-1] <= kernel_size:",
+        "core/ReplaceComparisonOperator_Lt_LtE",
+    ): "at the kernel size the padding is `(0, 0)`: the same values.",
+    (
+        "step2_atomic/generation/candidate_generator.py",
+        "if not TYPE_CHECKING:",
+        "core/AddNot",
+    ): "the names imported exist in upstream's module, whose globals the methods run with: importing them at runtime changes nothing.",
+    (
+        "step2_atomic/generation/candidate_generator.py",
+        "target_cache_size = input_ids.shape[1] - 1 - remove_from_pkv - num_added_tokens",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "`input_ids` is always 2-D (batch, sequence) here, so `shape[1]` is `shape[-1]` (upstream's own line).",
+    (
+        "step2_atomic/generation/candidate_generator.py",
+        "self.assistant_kwargs, input_ids.shape[1], self.assistant_model.config.is_encoder_decoder",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "`input_ids` is always 2-D (batch, sequence) here, so `shape[1]` is `shape[-1]` (upstream's own line).",
+    (
+        "step2_atomic/generation/candidate_generator.py",
+        "self.assistant_kwargs = _prepare_token_type_ids(self.assistant_kwargs, input_ids.shape[1])",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "`input_ids` is always 2-D (batch, sequence) here, so `shape[1]` is `shape[-1]` (upstream's own line).",
+    (
+        "step3_static/cache_utils.py",
+        "if indexer_length >= new_length:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "when the lengths are equal the zeroed slice is empty and the length is set to itself.",
+    (
+        "step4_quantized/cache_utils.py",
+        "if number_of_tokens > -1 and number_of_tokens >= self.cumulative_length:",
+        "core/NumberReplacer",
+    ): "this `crop` only gets 0 tokens or at least the length (partial crops are refused before, or handled by the subclass): for 0 it resets only an empty layer, which changes nothing.",
+    (
+        "step4_quantized/cache_utils.py",
+        "if number_of_tokens >= 0 and number_of_tokens >= self.cumulative_length:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "this `crop` only gets 0 tokens or at least the length (partial crops are refused before, or handled by the subclass): for 0 it resets only an empty layer, which changes nothing.",
+    (
+        "step4_quantized/cache_utils.py",
+        "if number_of_tokens > 0 or number_of_tokens >= self.cumulative_length:",
+        "core/ReplaceAndWithOr",
+    ): "this `crop` only gets 0 tokens or at least the length (partial crops are refused before, or handled by the subclass): for 0 it resets only an empty layer, which changes nothing.",
+    (
+        "step4_quantized/cache_utils.py",
+        "residual_length = self.keys.shape[2] if self.is_initialized and self.keys.dim() == 4 else 0",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "the residual states are 4-D when this branch is taken (`dim() == 4`), so `shape[2]` is `shape[-2]`.",
+    (
+        "step5_models/models/deepseek_v4/modeling_deepseek_v4.py",
+        "if not TYPE_CHECKING:",
+        "core/AddNot",
+    ): "the names imported exist in upstream's module, whose globals the methods run with: importing them at runtime changes nothing.",
+    (
+        "step5_models/models/deepseek_v4/modeling_deepseek_v4.py",
+        "elif buffered_kv is not None and removed_tokens >= 0:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "with 0 removed tokens the buffers are sliced to their own length: the same values.",
+    (
+        "step5_models/models/minimax_m3_vl/modeling_minimax_m3_vl.py",
+        "if self.idx_keys is not None and index_length >= new_length:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "when the lengths are equal the zeroed slice is empty and the length is set to itself.",
+    (
+        "step5_models/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "if not TYPE_CHECKING:",
+        "core/AddNot",
+    ): "the names imported exist in upstream's module, whose globals the methods run with: importing them at runtime changes nothing.",
+    (
+        "step5_models/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "if prefill_tokens_to_remove > -1 and self.is_initialized:",
+        "core/NumberReplacer",
+    ): "with 0 prefill tokens to remove the prefill keeps its length: sliced (dynamic) or zeroed (static) over an empty range.",
+    (
+        "step5_models/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "if prefill_tokens_to_remove >= 0 and self.is_initialized:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "with 0 prefill tokens to remove the prefill keeps its length: sliced (dynamic) or zeroed (static) over an empty range.",
+}
+
+EQUIVALENT = {"v5_14": EQUIVALENT_V5_14, "v5_24": EQUIVALENT_V5_24}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -149,7 +411,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="mutants tested in parallel (each in its own copy)")
     parser.add_argument("--dry-run", action="store_true", help="only count the mutants and the skipped ones")
     parser.add_argument("--only", default=None, help="regex on 'file:line operator': run only the matching mutants")
+    parser.add_argument(
+        "--fast",
+        action="store_true",
+        help="first phase only: each mutant runs the unit tests (FAST_TESTS); `--recheck` runs the rest for survivors",
+    )
+    parser.add_argument(
+        "--reuse-map",
+        action="store_true",
+        help="with --recheck: keep the session's coverage map (which tests run what) instead of measuring it again",
+    )
+    parser.add_argument("--phase", default="all", help=argparse.SUPPRESS)  # of `--run-tests`: "fast" or "all"
+    parser.add_argument("--run-tests", metavar="TARGET", help=argparse.SUPPRESS)  # cosmic-ray's test command
+    parser.add_argument("--serve", metavar="TARGET", help=argparse.SUPPRESS)  # the test server of one scratch copy
+    parser.add_argument("--map-coverage", metavar="TARGET", help=argparse.SUPPRESS)  # which tests run what
     args = parser.parse_args(argv)
+    if args.run_tests:
+        return run_tests(args.run_tests, args.phase)
+    if args.serve:
+        return serve(args.serve)
+    if args.map_coverage:
+        return map_coverage(args.map_coverage)
 
     import transformers
     from cache_crop_fix.targets import get_target
@@ -168,28 +450,31 @@ def main(argv: list[str] | None = None) -> int:
             )
             continue
         if args.recheck:
-            status |= recheck_survivors(name, args.only)
+            status |= recheck_survivors(name, args.only, args.reuse_map)
         elif args.report:
             status |= report_only(name)
         else:
-            status |= run_target(name, args.limit, args.only, args.dry_run, args.jobs)
+            status |= run_target(name, args.limit, args.only, args.dry_run, args.jobs, args.fast)
     return status
 
 
-def run_target(target: str, limit: int | None, only: str | None, dry_run: bool = False, jobs: int = 1) -> int:
+def run_target(
+    target: str, limit: int | None, only: str | None, dry_run: bool = False, jobs: int = 1, fast: bool = False
+) -> int:
     work = BUILD / target
     shutil.rmtree(work, ignore_errors=True)
     overlay = Path("src/cache_crop_fix/overlay") / target
-    selection = " ".join(test.format(target=target) for test in TEST_SELECTION)
-    test_command = f"{sys.executable} -B -m pytest -x -q -p no:cacheprovider -k '{DESELECT}' {selection}"
+    test_command = f"{sys.executable} -B {ROOT / 'utils' / 'mutation_testing.py'} --run-tests {target}"
+    if fast:
+        test_command += " --phase fast"
     cosmic_ray = [sys.executable, "-m", "cosmic_ray.cli"]
+    # The overlay as it is, to find what cosmic-ray changed in a copy (`run_tests`)
+    shutil.copytree(ROOT / overlay, work / "pristine", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     # One scratch copy per job: cosmic-ray writes each mutant into the files of its copy
     shards = [work / f"shard{index}" for index in range(jobs)]
     for shard in shards:
         shard.mkdir(parents=True)
-        for part in ("src", "tests"):
-            shutil.copytree(ROOT / part, shard / part, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        shutil.copy(ROOT / "pyproject.toml", shard / "pyproject.toml")
+        _copy_tree(shard)
         files = sorted(
             str(path.relative_to(shard))
             for path in (shard / overlay).rglob("*.py")
@@ -204,34 +489,307 @@ def run_target(target: str, limit: int | None, only: str | None, dry_run: bool =
             '[cosmic-ray.distributor]\nname = "local"\n'
         )
 
-    def env(shard: Path) -> dict:
-        return {**os.environ, "PYTHONPATH": str(shard / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
-
     skipped = {}
     for index, shard in enumerate(shards):
         subprocess.run(
-            [*cosmic_ray, "init", "cosmic-ray.toml", "session.sqlite"], cwd=shard, env=env(shard), check=True
+            [*cosmic_ray, "init", "cosmic-ray.toml", "session.sqlite"], cwd=shard, env=_env(shard), check=True
         )
         skipped = skip_mutants(shard / "session.sqlite", shard, overlay, limit, only, (index, jobs))
     print(f"[{target}] mutants: {skipped}, in {jobs} job(s)", flush=True)
     if dry_run:
         return 0
     started = time.monotonic()
-    print(f"[{target}] baseline: {test_command}", flush=True)
-    subprocess.run([*cosmic_ray, "baseline", "cosmic-ray.toml"], cwd=shards[0], env=env(shards[0]), check=True)
+    # The baseline: the whole selection passes on the unmutated overlay, under coverage (which tests run what)
+    _map(target, shards[0])
     baseline_seconds = time.monotonic() - started
     started = time.monotonic()
-    processes = [
-        subprocess.Popen([*cosmic_ray, "exec", "cosmic-ray.toml", "session.sqlite"], cwd=shard, env=env(shard))
-        for shard in shards
-    ]
-    if any(process.wait() for process in processes):
-        raise SystemExit(f"[{target}] cosmic-ray exec failed")
+    with _test_servers(target, shards):
+        processes = [
+            subprocess.Popen([*cosmic_ray, "exec", "cosmic-ray.toml", "session.sqlite"], cwd=shard, env=_env(shard))
+            for shard in shards
+        ]
+        if any(process.wait() for process in processes):
+            raise SystemExit(f"[{target}] cosmic-ray exec failed")
     exec_seconds = time.monotonic() - started
     return report(target, shards, overlay, skipped, baseline_seconds, exec_seconds, test_command, jobs)
 
 
-def recheck_survivors(target: str, only: str | None = None) -> int:
+def _copy_tree(shard: Path) -> None:
+    for part in ("src", "tests"):
+        shutil.rmtree(shard / part, ignore_errors=True)
+        shutil.copytree(ROOT / part, shard / part, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copy(ROOT / "pyproject.toml", shard / "pyproject.toml")
+
+
+def _env(shard: Path) -> dict:
+    return {**os.environ, "PYTHONPATH": str(shard / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def _selection_args(target: str) -> list[str]:
+    args = ["-q", "-p", "no:cacheprovider"]
+    if DESELECT[target]:
+        args += ["-k", DESELECT[target]]
+    return args + list(TEST_SELECTION[target])
+
+
+def _map(target: str, shard: Path) -> None:
+    """Runs the whole selection once in `shard` under coverage (it must pass): `coverage.json` in the session folder."""
+    print(f"[{target}] baseline under coverage: {' '.join(_selection_args(target))}", flush=True)
+    command = [sys.executable, "-B", str(ROOT / "utils" / "mutation_testing.py"), "--map-coverage", target]
+    subprocess.run(command, cwd=shard, env=_env(shard), check=True)
+
+
+class _ContextPlugin:
+    """Records, for each test, the lines of the overlay it executes (coverage's dynamic contexts). What a test's setup
+    executes (`setUpClass`, fixtures) is recorded as `setup|<nodeid>`: it counts for every test of that class."""
+
+    def __init__(self, coverage):
+        self.coverage = coverage
+        self.order: list[str] = []
+
+    def pytest_collection_modifyitems(self, items):
+        self.order = [item.nodeid for item in items]
+
+    def pytest_runtest_setup(self, item):
+        self.coverage.switch_context(f"setup|{item.nodeid}")
+
+    def pytest_runtest_call(self, item):
+        self.coverage.switch_context(item.nodeid)
+
+    def pytest_runtest_teardown(self, item):
+        self.coverage.switch_context(item.nodeid)
+
+    def pytest_runtest_logfinish(self, nodeid):
+        self.coverage.switch_context("")
+
+
+def map_coverage(target: str) -> int:
+    import coverage
+    import pytest
+
+    shard = Path.cwd()
+    overlay = shard / "src" / "cache_crop_fix" / "overlay" / target
+    cov = coverage.Coverage(data_file=None, include=[str(overlay / "*")], branch=False)
+    cov.start()
+    plugin = _ContextPlugin(cov)
+    code = pytest.main(_selection_args(target), plugins=[plugin])
+    cov.stop()
+    if code != 0:
+        raise SystemExit(f"[{target}] the tests fail on the unmutated overlay (exit {code})")
+    data = cov.get_data()
+    classes = {}
+    for nodeid in plugin.order:
+        classes.setdefault(nodeid.rsplit("::", 1)[0], []).append(nodeid)
+    lines: dict[str, dict[int, list[str]]] = {}
+    for path in data.measured_files():
+        relative = str(Path(path).relative_to(overlay))
+        by_line = {}
+        for line, contexts in data.contexts_by_lineno(path).items():
+            tests = set()
+            for context in contexts:
+                if context.startswith("setup|"):
+                    tests.update(classes.get(context[len("setup|") :].rsplit("::", 1)[0], ()))
+                elif context:
+                    tests.add(context)
+                else:
+                    tests.add("<import>")
+            by_line[line] = sorted(tests)
+        lines[relative] = by_line
+    (shard.parent / "coverage.json").write_text(json.dumps({"order": plugin.order, "lines": lines}))
+    return 0
+
+
+def _socket_path(shard: Path) -> str:
+    return f"/tmp/mutation-{os.getuid()}-{zlib.crc32(str(shard).encode()):08x}.sock"
+
+
+class _test_servers:
+    """One test server per scratch copy (`serve`), for the duration of a session."""
+
+    def __init__(self, target: str, shards: list[Path]):
+        self.target, self.shards, self.processes = target, shards, []
+
+    def __enter__(self):
+        import socket
+
+        for shard in self.shards:
+            path = _socket_path(shard)
+            (shard / "server.socket").write_text(path)
+            command = [sys.executable, "-B", str(ROOT / "utils" / "mutation_testing.py"), "--serve", self.target]
+            self.processes.append(subprocess.Popen(command, cwd=shard, env=_env(shard)))
+        for shard in self.shards:
+            path = _socket_path(shard)
+            for _ in range(600):
+                try:
+                    with socket.socket(socket.AF_UNIX) as probe:
+                        probe.connect(path)
+                        probe.sendall(b'{"ping": true}\n')
+                        probe.recv(100)
+                    break
+                except OSError:
+                    time.sleep(0.5)
+            else:
+                raise SystemExit(f"[{self.target}] the test server of {shard} did not start")
+        return self
+
+    def __exit__(self, *exc):
+        for process in self.processes:
+            process.terminate()
+            process.wait()
+
+
+def _preload_modules(target: str) -> list[str]:
+    """The third-party modules the tests import, imported once by the server before it forks a test run per mutant:
+    torch, transformers and the transformers modules the tests and the overlay name (never `cache_crop_fix` or the
+    tests themselves, which import the mutated overlay)."""
+    modules = ["torch", "numpy", "pytest", "parameterized", "hypothesis", "transformers"]
+    overlay = Path.cwd() / "src" / "cache_crop_fix" / "overlay" / target
+    for path in overlay.glob("step*/**/*.py"):
+        if path.name != "__init__.py":
+            parts = path.relative_to(overlay).with_suffix("").parts[1:]
+            modules.append(".".join(("transformers", *parts)))
+    for path in (Path.cwd() / "tests").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "transformers":
+                modules += [f"{node.module}:{alias.name}" for alias in node.names]
+            elif isinstance(node, ast.Import):
+                modules += [alias.name for alias in node.names if alias.name.split(".")[0] == "transformers"]
+    return list(dict.fromkeys(modules))
+
+
+def serve(target: str) -> int:
+    """Imports torch and transformers once, then forks a fresh pytest run for each request: the child imports the
+    (mutated) overlay from this scratch copy and applies it, as a new process would; only the start-up is shared."""
+    import importlib
+    import signal
+    import socket
+    import warnings
+
+    sys.dont_write_bytecode = True
+    warnings.simplefilter("ignore")
+    for name in _preload_modules(target):
+        module, _, attribute = name.partition(":")
+        try:
+            imported = importlib.import_module(module)
+            if attribute:
+                getattr(imported, attribute, None)
+        except Exception:  # noqa: BLE001 - a module the tests import but this release lacks: the child imports it
+            pass
+    warnings.resetwarnings()
+    assert not any(name.startswith("cache_crop_fix") for name in sys.modules), "the server must not import the fix"
+    shard = Path.cwd()
+    path = _socket_path(shard)
+    if os.path.exists(path):
+        os.unlink(path)
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(path)
+    server.listen(4)
+    while True:
+        connection, _ = server.accept()
+        with connection:
+            request = json.loads(connection.makefile().readline())
+            if request.get("ping"):
+                connection.sendall(b"{}\n")
+                continue
+            pid = os.fork()
+            if pid == 0:
+                code = 3
+                try:
+                    server.close()
+                    signal.alarm(int(TIMEOUT))  # a mutant that loops forever: killed (cosmic-ray gives up on it)
+                    log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+                    os.dup2(log, 1)
+                    os.dup2(log, 2)
+                    code = int(pytest_main(request["args"]))
+                except BaseException:  # noqa: BLE001 - report and exit non-zero
+                    import traceback
+
+                    traceback.print_exc()
+                finally:
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                    os._exit(code)
+            _, status = os.waitpid(pid, 0)
+            connection.sendall(json.dumps({"code": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
+
+
+def pytest_main(args: list[str]) -> int:
+    import pytest
+
+    return pytest.main(args)
+
+
+def _changed_line(pristine: Path, mutated: Path) -> int | None:
+    old, new = pristine.read_text().splitlines(), mutated.read_text().splitlines()
+    for index, (a, b) in enumerate(zip(old, new)):
+        if a != b:
+            return index + 1
+    return None if len(old) == len(new) else min(len(old), len(new)) + 1
+
+
+def _tests_for(target: str, relative: str, line: int, source: str) -> tuple[list[str], str]:
+    """The tests that can see a mutant at `line`: those that execute the innermost function containing it, or the
+    whole selection for a line outside any function body (run at import: module level, decorators, signatures)."""
+    data = json.loads((BUILD / target / "coverage.json").read_text())
+    order = data["order"]
+    innermost = None
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if node.body[0].lineno <= line <= node.end_lineno:
+                if innermost is None or node.body[0].lineno >= innermost.body[0].lineno:
+                    innermost = node
+    if innermost is None:
+        return order, "outside any function body: the whole selection"
+    covered = data["lines"].get(relative, {})
+    tests = set()
+    for number in range(innermost.body[0].lineno, innermost.end_lineno + 1):
+        tests.update(covered.get(str(number), ()))
+    if "<import>" in tests:
+        return order, f"`{innermost.name}` runs at import: the whole selection"
+    return [test for test in order if test in tests], f"the {len(tests)} tests that execute `{innermost.name}`"
+
+
+def run_tests(target: str, phase: str = "all") -> int:
+    """cosmic-ray's test command, run in a scratch copy with one mutant applied: runs, in its test server, the tests
+    that execute the mutated function (`-x`), and exits with pytest's status."""
+    import socket
+    import tempfile
+
+    shard = Path.cwd()
+    pristine = BUILD / target / "pristine"
+    overlay = shard / "src" / "cache_crop_fix" / "overlay" / target
+    mutated = [
+        (path, pristine / path.relative_to(overlay))
+        for path in sorted(overlay.rglob("*.py"))
+        if (pristine / path.relative_to(overlay)).read_text() != path.read_text()
+    ]
+    if len(mutated) != 1:
+        print(f"expected one mutated file, found {[str(path) for path, _ in mutated]}: the whole selection")
+        tests, why = json.loads((BUILD / target / "coverage.json").read_text())["order"], "no single mutant"
+    else:
+        ((path, original),) = mutated
+        line = _changed_line(original, path)
+        tests, why = _tests_for(target, str(path.relative_to(overlay)), line, original.read_text())
+        print(f"mutant at {path.relative_to(overlay)}:{line}: {why}")
+    unmeasured = json.loads((BUILD / target / "coverage.json").read_text()).get("unmeasured", [])
+    tests = unmeasured + [test for test in tests if test not in unmeasured]
+    if phase == "fast":
+        tests = [test for test in tests if test.startswith(FAST_TESTS[target])]
+        print(f"first phase: {len(tests)} of them")
+    if not tests:
+        print("no test executes this code: the mutant survives")
+        return 0
+    args = ["-x", "-q", "-p", "no:cacheprovider", *tests]
+    with tempfile.NamedTemporaryFile("r", suffix=".log") as log:
+        with socket.socket(socket.AF_UNIX) as connection:
+            connection.connect((shard / "server.socket").read_text())
+            connection.sendall(json.dumps({"args": args, "log": log.name}).encode() + b"\n")
+            code = json.loads(connection.makefile().readline())["code"]
+        print(log.read()[-4000:])
+    return code
+
+
+def recheck_survivors(target: str, only: str | None = None, reuse_map: bool = False) -> int:
     """Runs each survivor of the last session again, with the current tests copied into the scratch copy, and records
     the new outcome in the session (cosmic-ray's `mutate-and-test` applies the mutant, runs the tests, restores)."""
     from cosmic_ray.work_db import WorkDB, use_db
@@ -241,14 +799,25 @@ def recheck_survivors(target: str, only: str | None = None) -> int:
     shards = sorted(work.glob("shard*"))
     if not shards:
         raise SystemExit(f"[{target}] no session to recheck: run `make mutate TARGET={target}` first")
-    # The current test selection, with the current tests
-    selection = " ".join(test.format(target=target) for test in TEST_SELECTION)
-    test_command = f"{sys.executable} -B -m pytest -x -q -p no:cacheprovider -k '{DESELECT}' {selection}"
-
-    def recheck_shard(shard: Path) -> None:
+    test_command = f"{sys.executable} -B {ROOT / 'utils' / 'mutation_testing.py'} --run-tests {target}"
+    # The current tests, and which of them run what
+    for shard in shards:
         shutil.rmtree(shard / "tests")
         shutil.copytree(ROOT / "tests", shard / "tests", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        env = {**os.environ, "PYTHONPATH": str(shard / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
+    if not reuse_map:
+        _map(target, shards[0])
+    else:
+        # Tests added since the map was measured run for every survivor (what they execute is not known)
+        command = [sys.executable, "-B", "-m", "pytest", "--collect-only", *_selection_args(target)]
+        output = subprocess.run(command, cwd=shards[0], env=_env(shards[0]), capture_output=True, text=True).stdout
+        data = json.loads((work / "coverage.json").read_text())
+        measured = set(data["order"])
+        data["unmeasured"] = [line for line in output.splitlines() if "::" in line and line not in measured]
+        (work / "coverage.json").write_text(json.dumps(data))
+        print(f"[{target}] {len(data['unmeasured'])} tests added since the map run for every survivor", flush=True)
+
+    def recheck_shard(shard: Path) -> None:
+        env = _env(shard)
         with use_db(str(shard / "session.sqlite"), WorkDB.Mode.open) as db:
             survivors = [
                 (item, result)
@@ -266,6 +835,8 @@ def recheck_survivors(target: str, only: str | None = None) -> int:
             ]
             for item, result in survivors:
                 (mutation,) = item.mutations
+                if _argument(target, mutation, result) is not None:
+                    continue  # argued equivalent: nothing to re-test
                 command = [sys.executable, "-m", "cosmic_ray.cli", "mutate-and-test"]
                 command += [str(mutation.module_path), mutation.operator_name, str(mutation.occurrence), test_command]
                 output = subprocess.run(command, cwd=shard, env=env, capture_output=True, text=True, check=True).stdout
@@ -282,9 +853,20 @@ def recheck_survivors(target: str, only: str | None = None) -> int:
                 )
 
     # One thread per shard: each re-tests its own survivors in its own copy
-    with concurrent.futures.ThreadPoolExecutor(len(shards)) as pool:
+    with _test_servers(target, shards), concurrent.futures.ThreadPoolExecutor(len(shards)) as pool:
         list(pool.map(recheck_shard, shards))
     return report(target, shards, Path("src/cache_crop_fix/overlay") / target, None, 0, 0, test_command, len(shards))
+
+
+def _argument(target: str, mutation, result) -> str | None:
+    """The one-line argument in `EQUIVALENT` for a survivor, if any."""
+    name = str(Path(mutation.module_path).relative_to(Path("src/cache_crop_fix/overlay") / target))
+    mutated = [
+        line[1:].strip()
+        for line in (result.diff or "").splitlines()
+        if line.startswith("+") and not line.startswith("+++")
+    ]
+    return EQUIVALENT[target].get((name, mutated[0] if mutated else "", mutation.operator_name))
 
 
 def report_only(target: str) -> int:
@@ -467,7 +1049,7 @@ def report(target, shards, overlay, _skipped, baseline_seconds, exec_seconds, te
             for line in (result.diff or "").splitlines()
             if line.startswith("+") and not line.startswith("+++")
         ]
-        reason = EQUIVALENT.get((name, mutated[0] if mutated else "", mutation.operator_name))
+        reason = EQUIVALENT[target].get((name, mutated[0] if mutated else "", mutation.operator_name))
         if reason is None:
             unexplained += 1
         lines += [

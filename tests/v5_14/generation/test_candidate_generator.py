@@ -12,7 +12,7 @@ from transformers.testing_utils import require_torch
 if is_torch_available():
     import torch
 
-    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+    from transformers import GenerationConfig, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
     from transformers.generation.candidate_generator import AssistedCandidateGenerator
 
 
@@ -98,6 +98,22 @@ class AssistedCandidateGeneratorRollbackTest(unittest.TestCase):
         self.assertGreaterEqual(len(recorder.rounds), 2)
         for round_idx, (intended, length) in enumerate(recorder.rounds, start=1):
             self.assertEqual(length, intended, f"round {round_idx}")
+
+    def test_masks_and_positions_follow_the_rollback(self):
+        # A left-padded prompt: after a round, the assistant's attention mask and position ids cover the new sequence
+        _, assistant_model = _tiny_model("llama", seed=0), _tiny_model("llama", seed=1)
+        generation_config = GenerationConfig(max_length=32, min_length=0, do_sample=False)
+        input_ids = torch.tensor([[5, 6, 7, 8]])
+        model_kwargs = {"attention_mask": torch.tensor([[0, 1, 1, 1]])}
+        generator = AssistedCandidateGenerator(input_ids, assistant_model, generation_config, model_kwargs)
+        candidates, _ = generator.get_candidates(input_ids)
+        length = generator.assistant_kwargs["attention_mask"].shape[-1]
+        generator.assistant_kwargs["position_ids"] = torch.arange(length).unsqueeze(0)
+        accepted = torch.cat([candidates[:, :5], torch.tensor([[3]])], dim=-1)
+        generator._update_past_and_masks(accepted)
+        self.assertEqual(generator.assistant_kwargs["attention_mask"].tolist(), [[0, 1, 1, 1, 1, 1]])
+        self.assertEqual(generator.assistant_kwargs["position_ids"].tolist(), [[0, 1, 2, 3, 4, 5]])
+        self.assertEqual(generator.assistant_kwargs["past_key_values"].get_seq_length(), 4)
 
     def test_token_type_ids_follow_the_rollback(self):
         # The assistant's `token_type_ids` are cut to the new sequence length with the cache

@@ -1722,3 +1722,60 @@ class LinearAttentionHistoryTest(unittest.TestCase):
         with self.assertRaises(RuntimeError) as context:
             cache.crop(-1)
         self.assertIn("history_length", str(context.exception))
+
+    def test_history_activated_after_the_prompt(self):
+        # The history starts from the states the prompt left (e.g. its length grows after the first round)
+        cache = _history_cache()
+        _linear_forward(cache, [1, 2])
+        cache.activate_past_recording(history_length=3)
+        _linear_forward(cache, [3])
+        cache.crop(-1)
+        self.assertEqual(_linear_states(cache), _expected_linear_states([1, 2]))
+
+    def test_full_rollback_of_a_layer_with_conv_states_only(self):
+        # A short convolution layer (e.g. LFM2's): conv states, no recurrent states
+        cache = _history_cache(history_length=3)
+        layer = cache.layers[0]
+        for token_values in ([1, 2], [3]):
+            tokens = torch.tensor(token_values, dtype=torch.float64).reshape(1, 1, -1).expand(1, 2, -1)
+            context = torch.cat([layer.conv_states[0], tokens], dim=-1) if layer.has_previous_state[0] else tokens
+            cache.update_conv_state(torch.nn.functional.pad(context, (KERNEL_SIZE - context.shape[-1], 0)), 0)
+            cache.update(tokens[:, :1, :, None], tokens[:, :1, :, None].clone(), 1)
+        cache.crop(-3)
+        self.assertEqual(cache.get_seq_length(), 0)
+        self.assertFalse(layer.has_previous_state[0])
+        self.assertEqual(layer.conv_states[0].abs().sum().item(), 0)
+        self.assertFalse(layer.is_recurrent_states_initialized[0])
+
+    def test_short_prompt_is_padded_without_recording(self):
+        # Without recording, the conv states keep the last `KERNEL_SIZE` states, left-padded with zeros
+        layer = LinearAttentionLayer()
+        # 1 sequence, 4 channels, 2 tokens: the padding counts the tokens
+        tokens = torch.tensor([1.0, 2.0], dtype=torch.float64).expand(1, 4, 2)
+        returned = layer.update_conv_state(tokens, conv_kernel_size=KERNEL_SIZE)
+        expected = [[[0.0, 1.0, 2.0]] * 4]
+        self.assertEqual(returned.tolist(), expected)
+        self.assertEqual(layer.conv_states[0].tolist(), expected)
+
+    def test_history_of_one_update(self):
+        cache = _history_cache(history_length=1)
+        _linear_forward(cache, [1, 2])
+        _linear_forward(cache, [3])
+        cache.crop(-1)
+        self.assertEqual(_linear_states(cache), _expected_linear_states([1, 2]))
+
+    def test_history_in_inference_mode(self):
+        # Inference tensors have no version counter: the states kept are taken as intact
+        with torch.inference_mode():
+            cache = _history_cache(history_length=3)
+            _linear_forward(cache, [1, 2])
+            _linear_forward(cache, [3])
+            cache.crop(-1)
+            self.assertEqual(_linear_states(cache), _expected_linear_states([1, 2]))
+
+    def test_refusal_names_the_number_of_tokens_to_remove(self):
+        cache = _history_cache(history_length=5)
+        _linear_forward(cache, [1, 2, 3])
+        _linear_forward(cache, [4])
+        with self.assertRaisesRegex(RuntimeError, r"Cannot remove 2 token\(s\)"):
+            cache.crop(-2)

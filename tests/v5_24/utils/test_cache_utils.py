@@ -33,6 +33,7 @@ if is_torch_available():
         Qwen3NextForCausalLM,
     )
     from transformers.cache_utils import (
+        BaseQuantizedLayer,
         Cache,
         DummyLayer,
         DynamicIndexedLayer,
@@ -260,6 +261,25 @@ class DynamicLayersCropTest(CropTestCase):
             layer.crop(tokens_to_remove)
             self.assertEqual(layer.get_seq_length(), 0)
 
+    @parameterized.expand([("dynamic",), ("indexed",)])
+    def test_crop_of_a_single_token(self, layer_name):
+        # A layer of one token of size 1: its states hold a single element
+        layer = self._layer(layer_name)
+        _fill(layer, 1)
+        layer.crop(-1)
+        self.assertLayerHolds(layer, 0)
+        self.assertAppendsAfter(layer, 0)
+
+    def test_sliding_window_refuses_the_first_dropped_token(self):
+        # One token more than the window: the first token was dropped, and removing any token needs it back
+        layer = self._layer("sliding")
+        _fill(layer, WINDOW, step=1)
+        self.assertFalse(layer.is_croppable)
+        before = _snapshot(layer)
+        with self.assertRaisesRegex(ValueError, "activate_past_recording"):
+            layer.crop(-1)
+        self.assertUnchanged(layer, before)
+
 
 @require_torch
 class CropArgumentsTest(CropTestCase):
@@ -385,6 +405,16 @@ class CacheCropTest(CropTestCase):
             _fill(layer, 6, step=1)
         self.assertIsCroppableTellsWhetherCropSucceeds(cache)
 
+    def test_empty_attention_part_is_not_a_full_rollback(self):
+        # The attention layers hold no token yet, the linear attention layer holds conv states: removing nothing keeps
+        # them (back to the kernel size), it does not reset them
+        linear_layer = LinearAttentionLayer()
+        linear_layer.activate_past_recording()
+        linear_layer.update_conv_state(_conv_inputs(0, 3), conv_kernel_size=KERNEL)
+        cache = Cache(layers=[DynamicLayer(), linear_layer])
+        cache.crop(0)
+        self.assertExactlyEqual(linear_layer.conv_states[0], _conv_inputs(3 - KERNEL, KERNEL))
+
     def test_encoder_decoder_cache_crops_only_self_attention(self):
         self_attention_cache, cross_attention_cache = DynamicCache(), DynamicCache()
         states = _tokens(0, 5)
@@ -479,6 +509,98 @@ class LinearAttentionCropTest(CropTestCase):
             layer.crop(-1)
         self.assertUnchanged(layer, before)
 
+    def test_hybrid_layer_with_an_empty_attention_part_keeps_its_conv_states(self):
+        # Removing nothing from a layer whose attention part is empty is not a full rollback
+        layer = LinearAttentionAndFullAttentionLayer()
+        layer.activate_past_recording()
+        layer.update_conv_state(_conv_inputs(0, 3), conv_kernel_size=KERNEL)
+        layer.crop(0)
+        self.assertTrue(layer.is_conv_states_initialized[0])
+        self.assertExactlyEqual(layer.conv_states[0], _conv_inputs(3 - KERNEL, KERNEL))
+
+    def test_refusal_says_that_no_token_was_recorded_since_the_last_crop(self):
+        layer = self._layer()
+        layer.update_conv_state(_conv_inputs(0, 3), conv_kernel_size=KERNEL)
+        layer.crop(0)
+        before = _snapshot(layer)
+        with self.assertRaisesRegex(RuntimeError, r"only 0 token\(s\)"):
+            layer.crop(-1)
+        self.assertUnchanged(layer, before)
+
+    def test_conv_states_of_a_batch_shorter_than_the_kernel_are_padded(self):
+        # As many sequences and channels as the kernel size: the states are padded to the kernel along the tokens only
+        layer = self._layer()
+        conv_inputs = _conv_inputs(0, 3)[:, :1].expand(4, 4, 3).contiguous()
+        layer.update_conv_state(conv_inputs, conv_kernel_size=4)
+        layer.crop(0)
+        self.assertExactlyEqual(layer.conv_states[0], torch.nn.functional.pad(conv_inputs, (1, 0)))
+
+    def test_layer_never_updated_without_recording(self):
+        layer = self._layer(record_past=False)
+        layer.crop(-1)
+        self.assertFalse(layer.is_conv_states_initialized[0])
+
+    def test_refusal_when_fewer_tokens_than_the_kernel_were_seen(self):
+        layer = self._layer()
+        layer.update_conv_state(_conv_inputs(0, 3), conv_kernel_size=4)
+        before = _snapshot(layer)
+        with self.assertRaisesRegex(RuntimeError, r"only 0 token\(s\)"):
+            layer.crop(-1)
+        self.assertUnchanged(layer, before)
+
+    def test_every_conv_state_is_checked_and_cropped(self):
+        # A layer of two conv states, the first of which was never updated
+        layer = LinearAttentionLayer(number_of_states=2)
+        layer.activate_past_recording()
+        layer.update_conv_state(_conv_inputs(0, 3), state_idx=1, conv_kernel_size=KERNEL)
+        before = _snapshot(layer)
+        with self.assertRaises(RuntimeError):
+            layer.crop(-2)
+        self.assertUnchanged(layer, before)
+        layer.crop(-1)
+        self.assertFalse(layer.is_conv_states_initialized[0])
+        self.assertExactlyEqual(layer.conv_states[1], _conv_inputs(0, KERNEL))
+
+    def test_every_conv_state_is_restricted_to_the_kernel(self):
+        # The first conv states are at their minimal size already, the second ones hold recorded states
+        layer = LinearAttentionLayer(number_of_states=2)
+        layer.activate_past_recording()
+        layer.update_conv_state(_conv_inputs(0, KERNEL), state_idx=0, conv_kernel_size=KERNEL)
+        layer.update_conv_state(_conv_inputs(0, 3), state_idx=1, conv_kernel_size=KERNEL)
+        layer.crop(0)
+        self.assertExactlyEqual(layer.conv_states[0], _conv_inputs(0, KERNEL))
+        self.assertExactlyEqual(layer.conv_states[1], _conv_inputs(3 - KERNEL, KERNEL))
+
+    def test_conv_states_at_their_minimal_size_are_kept_in_place(self):
+        # Not recording: the conv states are a fixed buffer (a static address, e.g. for CUDA graphs)
+        layer = self._layer(record_past=False)
+        layer.update_conv_state(_conv_inputs(0, 3), conv_kernel_size=KERNEL)
+        conv_states = layer.conv_states[0]
+        layer.crop(0)
+        self.assertIs(layer.conv_states[0], conv_states)
+        self.assertExactlyEqual(conv_states, _conv_inputs(3 - KERNEL, KERNEL))
+
+    def test_hybrid_layer_with_one_token_rolls_back_fully(self):
+        layer = LinearAttentionAndFullAttentionLayer()
+        layer.activate_past_recording()
+        _fill(layer, 1)
+        layer.update_conv_state(_conv_inputs(0, 1), conv_kernel_size=KERNEL)
+        layer.update_recurrent_state(torch.ones(1, 2, 3, dtype=torch.float64))
+        layer.has_previous_state[0] = True
+        layer.crop(-1)
+        self.assertEqual(layer.get_seq_length(), 0)
+        self.assertFalse(layer.has_previous_state[0])
+        self.assertEqual(layer.recurrent_states[0].abs().sum().item(), 0)
+
+    def test_hybrid_sliding_layer_not_recording_is_not_croppable(self):
+        # Its sliding window part could remove a token, its conv states could not
+        layer = LinearAttentionAndSlidingWindowAttentionLayer(sliding_window=WINDOW)
+        _fill(layer, 2)
+        layer.update_conv_state(_conv_inputs(0, 2), conv_kernel_size=KERNEL)
+        self.assertFalse(layer.is_croppable)
+        with self.assertRaises(RuntimeError):
+            layer.crop(-1)
+
 
 @require_torch
 class StaticLayersCropTest(CropTestCase):
@@ -566,6 +688,36 @@ class StaticLayersCropTest(CropTestCase):
         _fill(layer, 1, start=WINDOW)
         self.assertFalse(layer.is_croppable)
 
+    def test_sliding_window_filled_to_its_size_crops(self):
+        # Exactly full, never beyond: the states to keep are all there
+        layer = StaticSlidingWindowLayer(max_cache_len=WINDOW, sliding_window=WINDOW)
+        _fill(layer, WINDOW, step=1)
+        layer.crop(-1)
+        self.assertEqual(int(layer.get_seq_length()), WINDOW - 1)
+        self.assertExactlyEqual(layer.keys, _static_buffer(WINDOW - 1, WINDOW))
+
+    def test_sliding_window_beyond_its_window_removes_nothing(self):
+        layer = StaticSlidingWindowLayer(max_cache_len=WINDOW, sliding_window=WINDOW)
+        _fill(layer, WINDOW + 2, step=1)
+        before = _snapshot(layer)
+        layer.crop(0)
+        self.assertUnchanged(layer, before)
+
+    def test_static_hybrid_layer_with_recurrent_states_rolls_back_fully(self):
+        layer = self._layer("hybrid")
+        _fill(layer, 3)
+        layer.update_conv_state(_conv_inputs(0, 3), conv_kernel_size=KERNEL)
+        layer.update_recurrent_state(torch.ones(1, 2, 3, dtype=torch.float64))
+        layer.crop(-3)
+        self.assertLayerHolds(layer, 0)
+        self.assertEqual(layer.recurrent_states[0].abs().sum().item(), 0)
+
+    def test_static_hybrid_sliding_layer_not_recording_is_not_croppable(self):
+        layer = LinearAttentionAndStaticSlidingWindowAttentionLayer(max_cache_len=WINDOW, sliding_window=WINDOW)
+        _fill(layer, 2)
+        layer.update_conv_state(_conv_inputs(0, 2), conv_kernel_size=KERNEL)
+        self.assertFalse(layer.is_croppable)
+
 
 @require_torch
 class QuantizedLayersCropTest(CropTestCase):
@@ -630,6 +782,60 @@ class QuantizedLayersCropTest(CropTestCase):
         self.assertIn("ExactQuantizedLayer", str(context.exception))
         self.assertIn("only the last 2", str(context.exception))
         self.assertUnchanged(layer, before)
+
+    @parameterized.expand([(-1, 4), (-2, 3)])
+    def test_quantized_layer_crops_the_values_too(self, tokens_to_remove, expected_length):
+        layer = self._residual_layer()
+        layer.crop(tokens_to_remove)
+        _, values = layer.update(_tokens(expected_length, 1), _tokens(expected_length, 1))
+        self.assertExactlyEqual(values, _tokens(0, expected_length + 1))
+
+    def test_fp8_layer_crops_the_values_too(self):
+        layer = self._fp8_layer()
+        self.assertIs(layer.is_croppable, True)
+        before = layer._dequantize(layer._quantized_values)
+        layer.crop(-2)
+        self.assertExactlyEqual(layer._dequantize(layer._quantized_values), before[..., :3, :])
+
+    def test_quantized_layer_with_an_empty_residual_part(self):
+        # Right after the residual states were quantized, they are an empty tensor: every token is quantized
+        layer = _exact_quantized_layer(residual_length=4)
+        _fill(layer, 3)
+        layer.crop(0)
+        self.assertEqual(layer.get_seq_length(), 3)
+        before = _snapshot(layer)
+        with self.assertRaisesRegex(ValueError, "only the last 0"):
+            layer.crop(-1)
+        self.assertUnchanged(layer, before)
+
+    def test_layer_of_another_backend_removes_nothing_or_everything(self):
+        # A backend that keeps only quantized states, in a layout of its own: they cannot be cut
+        class BackendQuantizedLayer(BaseQuantizedLayer):
+            def _quantize(self, tensor):
+                return tensor.clone()
+
+            def _dequantize(self, q_tensor):
+                return q_tensor
+
+            def update(self, key_states, value_states, *args, **kwargs):
+                self._quantized_keys, self._quantized_values = self._quantize(key_states), self._quantize(value_states)
+                self.cumulative_length += key_states.shape[-2]
+                return key_states, value_states
+
+        layer = BackendQuantizedLayer()
+        layer.update(_tokens(0, 3), _tokens(0, 3))
+        before = _snapshot(layer)
+        with self.assertRaisesRegex(ValueError, "BackendQuantizedLayer"):
+            layer.crop(-1)
+        self.assertUnchanged(layer, before)
+        with self.assertRaises(ValueError):
+            layer.crop(-2)
+        layer.crop(0)
+        self.assertEqual(layer.get_seq_length(), 3)
+        self.assertExactlyEqual(layer._quantized_keys, _tokens(0, 3))
+        layer.crop(-3)
+        self.assertEqual(layer.get_seq_length(), 0)
+        self.assertIsNone(layer._quantized_keys)
 
     @unittest.skipUnless(is_optimum_quanto_available(), "needs optimum-quanto")
     def test_quanto_layer(self):
@@ -700,6 +906,54 @@ class ModelCacheLayersCropTest(CropTestCase):
             self.assertIsNone(layer.overlap_kv["compressor"])
         self.assertTrue(layer.is_croppable)
 
+    def _deepseek_layer_with_a_long_buffer(self):
+        # A window of 8, a compressor closing windows of 4 tokens: of 6 tokens, 4 are compressed and 2 buffered
+        config = DeepseekV4Config(
+            sliding_window=8,
+            compress_rates={"heavily_compressed_attention": 4, "compressed_sparse_attention": 4},
+        )
+        layer = DeepseekV4HCACache(config)
+        _fill(layer, 6)
+        source = _tokens(0, 6).reshape(1, 6, 1, 1)
+        chunk, _, _ = layer.store_compression_weights("compressor", source, source.clone())
+        layer.update_compressor_states("compressor", chunk[:, :1])
+        return layer
+
+    def test_deepseek_v4_rolls_back_buffered_tokens(self):
+        layer = self._deepseek_layer_with_a_long_buffer()
+        self.assertEqual(layer.buffer_kv["compressor"].shape[1], 2)
+        before = _snapshot(layer)
+        with self.assertRaisesRegex(ValueError, "only buffers the last 2"):
+            layer.crop(-3)
+        self.assertUnchanged(layer, before)
+
+        layer.crop(-1)
+        self.assertEqual(layer.get_seq_length(), 5)
+        self.assertExactlyEqual(layer.buffer_kv["compressor"], _tokens(4, 1).reshape(1, 1, 1, 1))
+        self.assertEqual(layer.buffer_gate["compressor"].shape[1], 1)
+        layer.crop(-1)
+        self.assertEqual(layer.buffer_kv["compressor"].shape[1], 0)
+        self.assertEqual(layer.entry_count["compressor"], 1)
+        # Every buffered token is removed: the next one was compressed, but all of them can go
+        with self.assertRaisesRegex(ValueError, "already compressed"):
+            layer.crop(-1)
+        layer.crop(-4)
+        self.assertEqual(layer.get_seq_length(), 0)
+        self.assertEqual(layer.entry_count["compressor"], 0)
+
+    def test_deepseek_v4_is_not_croppable_once_its_window_is_full(self):
+        config = DeepseekV4Config(
+            sliding_window=WINDOW,
+            compress_rates={"heavily_compressed_attention": 8, "compressed_sparse_attention": 8},
+        )
+        layer = DeepseekV4HCACache(config)
+        _fill(layer, WINDOW - 1, step=1)
+        self.assertTrue(layer.is_croppable)
+        _fill(layer, 1, start=WINDOW - 1)
+        self.assertFalse(layer.is_croppable)
+        with self.assertRaises(ValueError):
+            layer.crop(-1)
+
     @parameterized.expand(CROP_CASES)
     def test_minimax_m3_vl_index_keys_move_with_the_states(self, tokens_to_remove, expected_length):
         layer = MiniMaxM3VLSparseCacheLayer()
@@ -730,6 +984,15 @@ class ModelCacheLayersCropTest(CropTestCase):
         _fill(layer, 1, start=expected_length)
         self.assertExactlyEqual(layer.update_index(_tokens(expected_length, 1)), _static_buffer(expected_length + 1))
         self.assertExactlyEqual(layer.keys, _static_buffer(expected_length + 1))
+
+    def test_minimax_m3_vl_static_index_keys_behind_the_keys_are_left_alone(self):
+        layer = MiniMaxM3VLSparseStaticCacheLayer(max_cache_len=MAX_CACHE_LEN)
+        _fill(layer, 3)
+        layer.update_index(_tokens(0, 1))
+        layer.crop(-1)
+        self.assertEqual(int(layer.get_seq_length()), 2)
+        self.assertEqual(int(layer.idx_cumulative_length), 1)
+        self.assertExactlyEqual(layer.idx_keys, _static_buffer(1))
 
     def _reference_sliding_layer(self, is_static):
         if is_static:
@@ -762,6 +1025,26 @@ class ModelCacheLayersCropTest(CropTestCase):
         keys, _ = layer.update(_tokens(expected_length, 1), _tokens(expected_length, 1))
         self.assertEqual(layer.get_seq_length(), expected_length + 1)
         self.assertExactlyEqual(keys[..., : expected_length + 1, :], _tokens(0, expected_length + 1))
+
+    @parameterized.expand([(False,), (True,)])
+    def test_unlimited_ocr_refuses_tokens_its_window_dropped(self, is_static):
+        layer = self._reference_sliding_layer(is_static)
+        # 5 more decoded tokens: beyond the sliding window
+        _fill(layer, 5, start=5, step=1)
+        before = _snapshot(layer)
+        with self.assertRaises(ValueError):
+            layer.crop(-1)
+        self.assertUnchanged(layer, before)
+
+    def test_unlimited_ocr_static_layer_is_croppable_while_within_its_window(self):
+        # 3 prefill slots, 4 sliding window slots
+        layer = UnlimitedOcrStaticReferenceSlidingWindowLayer(max_cache_len=7, sliding_window=WINDOW)
+        self.assertIs(layer.is_croppable, False)
+        _fill(layer, 3)
+        _fill(layer, WINDOW, start=3, step=1)
+        self.assertIs(layer.is_croppable, True)
+        _fill(layer, 1, start=3 + WINDOW)
+        self.assertIs(layer.is_croppable, False)
 
 
 @require_torch
@@ -850,6 +1133,67 @@ class AssistedDecodingCropTest(unittest.TestCase):
 
         candidates, _ = generator.get_candidates(accepted)
         self.assertEqual(candidates[:, : accepted.shape[-1]].tolist(), accepted.tolist())
+
+    def _generator(self, assistant, input_ids, model_kwargs=None):
+        # The assistant drafts 4 tokens per round, whatever its confidence
+        assistant.generation_config.num_assistant_tokens = 4
+        assistant.generation_config.assistant_confidence_threshold = 0.0
+        generation_config = GenerationConfig(max_length=32, min_length=0, do_sample=False)
+        return AssistedCandidateGenerator(input_ids, assistant, generation_config, model_kwargs or {})
+
+    def test_assistant_states_are_restricted_when_every_draft_is_accepted(self):
+        _, assistants = self._models()
+        input_ids = torch.tensor([[5, 6, 7, 8]])
+        generator = self._generator(assistants["linear_attention"], input_ids)
+        candidates, _ = generator.get_candidates(input_ids)
+        # Every draft is accepted, and the main model adds one token: nothing to remove, but the conv states recorded
+        # during the round are dropped (`crop(0)`), back to the kernel size
+        accepted = torch.cat([candidates, torch.tensor([[31]])], dim=-1)
+        generator._update_past_and_masks(accepted)
+        cache = generator.assistant_kwargs["cache"]
+        self.assertEqual(cache.get_seq_length(), accepted.shape[-1] - 2)
+        linear_layer = cache.layers[0]
+        self.assertEqual(linear_layer.conv_states[0].shape[-1], linear_layer.conv_kernel_size[0])
+
+    def test_assistant_attention_mask_follows_the_accepted_tokens(self):
+        _, assistants = self._models()
+        input_ids = torch.tensor([[5, 6, 7, 8]])
+        # A left-padded prompt: the padding stays masked for the assistant
+        attention_mask = torch.tensor([[0, 1, 1, 1]])
+        generator = self._generator(assistants["attention"], input_ids, {"attention_mask": attention_mask})
+        candidates, _ = generator.get_candidates(input_ids)
+        accepted = torch.cat([candidates[:, :5], torch.tensor([[31]])], dim=-1)
+        # Position and token type ids, as a model that takes them would have them
+        length = generator.assistant_kwargs["attention_mask"].shape[-1]
+        generator.assistant_kwargs["position_ids"] = torch.arange(length).unsqueeze(0)
+        generator.assistant_kwargs["token_type_ids"] = torch.zeros(1, length, dtype=torch.long)
+        generator._update_past_and_masks(accepted)
+        self.assertEqual(generator.assistant_kwargs["attention_mask"].tolist(), [[0, 1, 1, 1, 1, 1]])
+        self.assertEqual(generator.assistant_kwargs["position_ids"].tolist(), [[0, 1, 2, 3, 4, 5]])
+        self.assertEqual(generator.assistant_kwargs["token_type_ids"].tolist(), [[0] * 6])
+
+    def test_assistant_cache_removes_the_tokens_to_re_encode(self):
+        # `remove_from_pkv`: tokens whose cached states the assistant must compute again (e.g. retokenized ones)
+        _, assistants = self._models()
+        input_ids = torch.tensor([[5, 6, 7, 8]])
+        generator = self._generator(assistants["attention"], input_ids)
+        candidates, _ = generator.get_candidates(input_ids)
+        accepted = torch.cat([candidates[:, :5], torch.tensor([[31]])], dim=-1)
+        generator._update_past_and_masks(accepted, remove_from_pkv=2)
+        self.assertEqual(generator.assistant_kwargs["cache"].get_seq_length(), accepted.shape[-1] - 4)
+
+    def test_assistant_cache_behind_the_accepted_tokens_is_kept(self):
+        # The assistant has not processed the last accepted tokens yet: nothing to remove, it processes them next
+        _, assistants = self._models()
+        input_ids = torch.tensor([[5, 6, 7, 8]])
+        generator = self._generator(assistants["attention"], input_ids)
+        candidates, _ = generator.get_candidates(input_ids)
+        cache = generator.assistant_kwargs["cache"]
+        cached_length = cache.get_seq_length()
+        accepted = torch.cat([candidates, torch.tensor([[30, 31]])], dim=-1)
+        self.assertEqual(accepted.shape[-1] - 2, cached_length + 1)
+        generator._update_past_and_masks(accepted)
+        self.assertEqual(cache.get_seq_length(), cached_length)
 
 
 # Linear attention history: a model-like forward pass over a cache made of one linear attention layer (a causal conv
