@@ -46,8 +46,9 @@ lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
+# -n auto: one worker per core, each test file on one worker (the end-to-end export, ~9 min, runs next to the rest)
 test: lint
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto --dist loadfile
 	$(MAKE) --no-print-directory test-main
 	$(MAKE) --no-print-directory test-default-kernels
 
