@@ -69,7 +69,11 @@ def pr_text(
         behaviour, api = verification.fail_before("behaviour"), verification.fail_before("api")
         counts = []
         if behaviour[1]:
-            what = f"reproduce #{ISSUE}" if plan.number == 1 else "show the behaviour this PR fixes"
+            what = (
+                f"reproduce #{ISSUE}"
+                if plan.number == 1 and target.closes_issue
+                else "show the behaviour this PR fixes"
+            )
             counts.append(f"{behaviour[0]} of {behaviour[1]} state-checking tests fail ({what})")
         if api[1]:
             counts.append(f"{api[0]} of {api[1]} tests of new API or wording fail (the API is new)")
