@@ -167,6 +167,27 @@ class DynamicLayersCropTest(unittest.TestCase):
         _crop_quietly(cache, 0)
         self.assertEqual([layer.get_seq_length() for layer in self_attention_cache.layers], [0, 0, 0])
 
+    @parameterized.expand([(0,), (-1,)])
+    def test_indexed_layer_of_one_token_empties_its_indexer_keys(self, argument):
+        cache = Cache(layers=[_make_layer("indexed")])
+        _fill(cache, 1)
+
+        _crop_quietly(cache, argument)
+        self.assertLayerHolds(cache.layers[0], 0)
+
+    def test_indexed_layer_without_indexer_keys(self):
+        # A model may fill the key and value states of an indexed layer before (or without) its indexer keys
+        layer = DynamicIndexedLayer()
+        cache = Cache(layers=[layer])
+        states = _tokens(0, 3)
+        cache.update(states, states.clone(), layer_idx=0)
+
+        cache.crop(-1)
+        self.assertEqual(layer.get_seq_length(), 2)
+        torch.testing.assert_close(layer.keys, _tokens(0, 2), rtol=0, atol=0)
+        self.assertFalse(layer.is_indexer_initialized)
+        self.assertIsNone(layer.indexer_keys)
+
     def test_layers_of_different_lengths_each_lose_the_removed_tokens(self):
         # The layers of a cache may hold different numbers of tokens (e.g. the layers of an `MtpCache`)
         cache = MtpCache()
@@ -204,6 +225,16 @@ class DynamicSlidingWindowLayerCropTest(unittest.TestCase):
 
         _fill_from(cache, expected_length, 1)
         self.assertLayerHolds(cache.layers[0], expected_length + 1)
+
+    @parameterized.expand([(-1,), (-2,)])
+    def test_partial_crop_once_the_window_is_full_raises(self, argument):
+        # With exactly `sliding_window` tokens seen, the first one was already dropped
+        cache = Cache(layers=[_make_layer("sliding")])
+        _fill(cache, SMALL_WINDOW, step=1)
+
+        with self.assertRaises(ValueError):
+            cache.crop(argument)
+        self.assertLayerHolds(cache.layers[0], SMALL_WINDOW)
 
     @parameterized.expand(
         [(num_tokens, argument) for num_tokens in (1, 3, 9) for argument in ("zero", "minus_length", "oversized")]
@@ -315,6 +346,16 @@ class CropArgumentsTest(unittest.TestCase):
         _crop_quietly(cache, make_argument(0))
         self.assertEqual(cache.get_seq_length(), 0)
 
+    def test_max_length_keyword(self):
+        # Callers pass the first argument by name too (`crop(max_length=...)`, `crop(maximum_length=...)`)
+        cache = self._cache(num_tokens=5)
+        cache.crop(max_length=-2)
+        self.assertEqual(cache.get_seq_length(), 3)
+        torch.testing.assert_close(cache.layers[0].keys, _tokens(0, 3), rtol=0, atol=0)
+        cache = EncoderDecoderCache(self._cache(num_tokens=5), DynamicCache())
+        cache.crop(maximum_length=-2)
+        self.assertEqual(cache.get_seq_length(), 3)
+
     def test_tokens_to_remove_keyword(self):
         cache = self._cache(num_tokens=5)
         with warnings.catch_warnings():
@@ -364,7 +405,7 @@ class CropErrorsTest(unittest.TestCase):
             _fill(cache, 6, step=1, layer_idx=layer_idx)
         return cache
 
-    @parameterized.expand([(-1,), (-3,), (2,)])
+    @parameterized.expand([(-1,), (-3,), (-5,), (1,), (2,)])
     def test_partial_crop_beyond_sliding_window_raises_and_changes_nothing(self, argument):
         cache = self._sliding_cache_beyond_window()
         before = _snapshot(cache)
@@ -1045,6 +1086,14 @@ class MiniMaxCacheCropTest(CropTestMixin, unittest.TestCase):
         error = self.assertRefusedAtomically(cache, argument, RuntimeError, "MiniMaxCache")
         self.assertNotIn("doesnot", str(error))
         self.assertSameState(cache.linear_cache, before, "linear_cache")
+
+    def test_refuses_clearly_with_keyword_arguments(self):
+        cache = MiniMaxCache()
+        _fill_codes(cache, 3)
+        for kwargs in ({"max_length": -1}, {"tokens_to_remove": -1}):
+            with self.assertRaisesRegex(RuntimeError, "MiniMaxCache"):
+                cache.crop(**kwargs)
+        self.assertEqual(cache.get_seq_length(), 3)
 
 
 def _deepseek_cache():
