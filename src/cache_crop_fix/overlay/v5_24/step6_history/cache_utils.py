@@ -248,47 +248,42 @@ class LinearAttentionLayer:
         self, conv_states: torch.Tensor, state_idx: int = 0, conv_kernel_size: int | None = None, **kwargs
     ) -> torch.Tensor:
         """
-        Update the linear attention cache in-place, and return the necessary conv states. With a history (see
-        `activate_past_recording`), the states from before this update are kept first.
+        Store the conv states of this update and return those the causal convolution needs: the cached left context
+        followed by the new states. Without past recording, the last `conv_kernel_size` states are kept (copied in
+        place, so that the tensor keeps its static address); with it, every state until the next `crop`. With a
+        history (see `activate_past_recording`), the states from before this update are kept first.
 
         Args:
-            conv_states (`torch.Tensor`): The new conv states to cache.
+            conv_states (`torch.Tensor`): The conv states of the new tokens.
 
         Returns:
-            `torch.Tensor`: The updated conv states.
+            `torch.Tensor`: The conv states the convolution reads.
         """
-        # Lazy initialization
         if not self.is_conv_states_initialized[state_idx]:
             self.lazy_initialization(conv_states=conv_states, state_idx=state_idx, conv_kernel_size=conv_kernel_size)
         history = getattr(self, "history", None)
         if history is not None and self.number_of_states == 1:
             self._push_history(conv_states.shape[-1])
+        kernel_size = self.conv_kernel_size[state_idx]
 
-        # This is prefill, simply pad the conv_states if necessary
-        if not self.has_previous_state[state_idx]:
-            full_conv_states = conv_states
+        if self.has_previous_state[state_idx]:
+            # The convolution must see the cached left context before the new states
+            states = torch.cat([self.conv_states[state_idx], conv_states], dim=-1)
+        else:
+            # First update: a prefill shorter than the kernel is left-padded, unless the past is recorded as is
             self.has_previous_state[state_idx] = True
-            # In this case, need to pad it to fit the conv_kernel_size
-            if not self.record_past and full_conv_states.shape[-1] < self.conv_kernel_size[state_idx]:
-                padding_length = self.conv_kernel_size[state_idx] - full_conv_states.shape[-1]
-                full_conv_states = torch.nn.functional.pad(full_conv_states, (padding_length, 0), value=0)
-        # We need to return the concatenation of the current state and the full new one so that the causal conv can see the
-        # correct left context - however we usually cache only the last part
-        else:
-            full_conv_states = torch.cat([self.conv_states[state_idx], conv_states], dim=-1)
+            missing = kernel_size - conv_states.shape[-1]
+            states = conv_states
+            if missing > 0 and not self.record_past:
+                states = torch.nn.functional.pad(conv_states, (missing, 0), value=0)
 
-        # Usually, keep only the last `conv_kernel_size` tokens
-        if not self.record_past:
-            # Copy instead of assigning to keep the static address
-            self.conv_states[state_idx].copy_(full_conv_states[..., -self.conv_kernel_size[state_idx] :])
-        # If we need to record the past, keep the full states for now to be able to rollback later
+        if self.record_past:
+            self.conv_states[state_idx] = states
         else:
-            self.conv_states[state_idx] = full_conv_states
+            self.conv_states[state_idx].copy_(states[..., -kernel_size:])
         if history is not None:
             self._history_conv_version = _tensor_version(self.conv_states[0])
-
-        # Return full states no matter what
-        return full_conv_states
+        return states
 
     def update_recurrent_state(self, recurrent_states: torch.Tensor, state_idx: int = 0, **kwargs) -> torch.Tensor:
         """
