@@ -590,8 +590,9 @@ def test_a_backport_stack_points_to_the_main_stack(synthetic):
     # Every pull request lands on upstream `main` first: a backport's texts say which stack goes first
     _, _, _, export = synthetic
     main = get_target("v5_24")
-    assert "the stack for `main`" not in export().steps[0].pr.read_text()
-    backport = dataclasses.replace(export().target, backport_of=main.name)
+    report = export()
+    assert "the stack for `main`" not in report.steps[0].pr.read_text()
+    backport = dataclasses.replace(report.target, backport_of=main.name)
     text = export(target=backport).steps[0].pr.read_text()
     assert (
         f"of the toy backport of the fix for #47433 (the stack for `main`, on transformers {main.sdist_version}"
