@@ -202,20 +202,23 @@ class Cache:
                 The negative number of tokens to remove, e.g. `-3` to remove the last 3 tokens. `0` removes nothing.
         """
         number_of_tokens = _get_number_of_tokens_to_remove(tokens_to_remove)
-        has_attention_layers = any(isinstance(layer, CacheLayerMixin) for layer in self.layers)
+        layers_to_crop, layers_to_reset = self.layers, []
         # Linear attention layers have no sequence length: the Cache tells them when everything is removed
-        is_full_rollback = has_attention_layers and 0 < self.get_seq_length() <= number_of_tokens
-        resets = [
-            is_full_rollback
-            and isinstance(layer, LinearAttentionCacheLayerMixin)
-            and not isinstance(layer, CacheLayerMixin)
-            for layer in self.layers
-        ]
-        for layer, is_reset in zip(self.layers, resets):
-            if not is_reset:
-                layer._check_crop(-number_of_tokens)
-        for layer, is_reset in zip(self.layers, resets):
-            if is_reset:
-                layer.reset()
-            else:
-                layer.crop(-number_of_tokens)
+        if (
+            number_of_tokens > 0
+            and any(isinstance(layer, CacheLayerMixin) for layer in self.layers)
+            and 0 < self.get_seq_length() <= number_of_tokens
+        ):
+            layers_to_crop = []
+            for layer in self.layers:
+                if isinstance(layer, CacheLayerMixin) or not isinstance(layer, LinearAttentionCacheLayerMixin):
+                    layers_to_crop.append(layer)
+                else:
+                    layers_to_reset.append(layer)
+        # Check every layer first, so that a layer refusing the crop leaves the whole Cache unchanged
+        for layer in layers_to_crop:
+            layer._check_crop(-number_of_tokens)
+        for layer in layers_to_crop:
+            layer.crop(-number_of_tokens)
+        for layer in layers_to_reset:
+            layer.reset()
