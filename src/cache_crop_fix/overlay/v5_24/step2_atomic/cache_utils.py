@@ -209,12 +209,16 @@ class Cache:
             and any(isinstance(layer, CacheLayerMixin) for layer in self.layers)
             and 0 < self.get_seq_length() <= number_of_tokens
         ):
-            layers_to_crop = []
-            for layer in self.layers:
-                if isinstance(layer, CacheLayerMixin) or not isinstance(layer, LinearAttentionCacheLayerMixin):
-                    layers_to_crop.append(layer)
-                else:
-                    layers_to_reset.append(layer)
+            # One class check per layer class, not per layer: a Cache has few layer classes and many layers
+            linear_classes = {
+                layer_class
+                for layer_class in {type(layer) for layer in self.layers}
+                if issubclass(layer_class, LinearAttentionCacheLayerMixin)
+                and not issubclass(layer_class, CacheLayerMixin)
+            }
+            if linear_classes:
+                layers_to_crop = [layer for layer in self.layers if type(layer) not in linear_classes]
+                layers_to_reset = [layer for layer in self.layers if type(layer) in linear_classes]
         # Check every layer first, so that a layer refusing the crop leaves the whole Cache unchanged
         for layer in layers_to_crop:
             layer._check_crop(-number_of_tokens)
