@@ -63,8 +63,8 @@ TEST_SELECTION = {
         "tests/test_generation_hybrid.py::AssistantRollbackModeTest",
         "tests/test_generation_history.py",
     ),
-    # the upstream main target has only its upstream-style tests (the project's own tests need 5.14)
-    "v5_24": ("tests/v5_24",),
+    # the upstream main target: its upstream-style tests, then the project's history tests (they hold for both targets)
+    "v5_24": ("tests/v5_24", "tests/test_stateful_history.py", "tests/test_generation_history.py"),
 }
 # The first phase of a two-phase session (`--fast`): the unit tests of the target, which kill most mutants in seconds.
 # The end-to-end generation and stateful tests then run only for the survivors of the first phase (`--recheck`, which
@@ -393,6 +393,127 @@ EQUIVALENT_V5_24: dict[tuple[str, str, str], str] = {
         "if prefill_tokens_to_remove >= 0 and self.is_initialized:",
         "core/ReplaceComparisonOperator_Gt_GtE",
     ): "with 0 prefill tokens to remove the prefill keeps its length: sliced (dynamic) or zeroed (static) over an empty range.",
+    # Step 6 (history) and step 2's `Cache.crop` after its full-rollback trims
+    (
+        "step2_atomic/cache_utils.py",
+        "number_of_tokens >= 0",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "with nothing to remove, `0 < get_seq_length() <= 0` is false anyway: no full rollback either way.",
+    (
+        "step2_atomic/cache_utils.py",
+        "number_of_tokens > -1",
+        "core/NumberReplacer",
+    ): "with nothing to remove, `0 < get_seq_length() <= 0` is false anyway: no full rollback either way.",
+    (
+        "step6_history/cache_utils.py",
+        "def activate_past_recording(self, history_length: int = -1) -> None:",
+        "core/NumberReplacer",
+    ): "a default of `-1` acts as `0`: no history is kept for any `history_length <= 0`.",
+    (
+        "step6_history/cache_utils.py",
+        "def activate_past_recording(self, history_length: int = -1):",
+        "core/NumberReplacer",
+    ): "a default of `-1` acts as `0`: the layers keep no history for any `history_length <= 0`.",
+    (
+        "step6_history/cache_utils.py",
+        "if history_length > 0 and (history is None or history.maxlen <= history_length):",
+        "core/ReplaceComparisonOperator_Lt_LtE",
+    ): "with `maxlen == history_length` the history is re-created from its own entries with the same `maxlen`: the same history.",
+    (
+        "step6_history/cache_utils.py",
+        "if history and history[-1][ 4] is not None and not self._history_copies_states:",
+        "core/NumberReplacer",
+    ): "the kept version (`[4]`) is `None` exactly when the kept states (`[3]`) are `None` or inference tensors, and for inference tensors `_tensor_version` gives `None` on both sides of the check below, which is then false either way.",
+    (
+        "step6_history/cache_utils.py",
+        "self.has_previous_state[ -1] = True",
+        "core/NumberReplacer",
+    ): "`has_previous_state[0]` is already true whenever a non-empty entry is restored (only a full rollback, which clears the history, or restoring the first entry sets it false); other keys are never read (`number_of_states == 1`).",
+    (
+        "step6_history/cache_utils.py",
+        "if missing >= 0 and not self.record_past:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "padding by `missing == 0` columns gives the same states.",
+    (
+        "step6_history/cache_utils.py",
+        "if self.is_conv_states_initialized[state_idx] and conv_states.shape[-1] >= kernel_size:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "with exactly `kernel_size` states the window is the whole tensor, as a view (same values, same version counter).",
+    (
+        "step6_history/generation/candidate_generator.py",
+        "if not TYPE_CHECKING:",
+        "core/AddNot",
+    ): "the import then runs at runtime and succeeds, but binds names in the overlay module, whose globals the installed methods never read (they run with upstream's).",
+    (
+        "step6_history/generation/candidate_generator.py",
+        'if getattr(self, "_assistant_rollback", None) is None or cache.get_seq_length() > 0:',
+        "core/ReplaceAndWithOr",
+    ): 're-deciding every round gives the same decision, except after two refused crops set `"full"`; then the crop is refused again, changes nothing, and the cache is rolled back fully as before (same results, one refused check per round).',
+    (
+        "step6_history/generation/candidate_generator.py",
+        'if getattr(self, "_assistant_rollback", None) is None and cache.get_seq_length() > 1:',
+        "core/NumberReplacer",
+    ): "the decision waits until the assistant has processed 2 tokens instead of 1; until then the default rollback runs, which removes the same drafts or, if a layer refuses, rolls back fully (exact either way).",
+    (
+        "step6_history/generation/candidate_generator.py",
+        "target_cache_size = input_ids.shape[1] - 1 - remove_from_pkv - num_added_tokens",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "`input_ids` is always 2-D (batch, sequence) here, so `shape[1]` is `shape[-1]`.",
+    (
+        "step6_history/generation/candidate_generator.py",
+        "self.assistant_kwargs, input_ids.shape[1], self.assistant_model.config.is_encoder_decoder",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "`input_ids` is always 2-D (batch, sequence) here, so `shape[1]` is `shape[-1]` (upstream's own line).",
+    (
+        "step6_history/generation/candidate_generator.py",
+        "self.assistant_kwargs = _prepare_token_type_ids(self.assistant_kwargs, input_ids.shape[1])",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "`input_ids` is always 2-D (batch, sequence) here, so `shape[1]` is `shape[-1]` (upstream's own line).",
+    (
+        "step6_history/generation/candidate_generator.py",
+        "self.generation_config, model_kwargs, None, input_ids.shape[ 1], self.main_model_max_length",
+        "core/NumberReplacer",
+    ): "the batch size is read only for static cache implementations, and the generator sets the assistant's `cache_implementation` to `None` (a `DynamicCache`).",
+    (
+        "step6_history/generation/candidate_generator.py",
+        'if getattr(self, "_assistant_rollback", None) == "full" and tokens_to_remove > 0:',
+        "core/ReplaceComparisonOperator_GtE_Gt",
+    ): "when the cache already holds exactly the tokens to keep, not emptying it keeps the same states (the full rollback would only encode them again).",
+    (
+        "step6_history/generation/candidate_generator.py",
+        'if getattr(self, "_assistant_rollback", None) == "full" and tokens_to_remove >= 1:',
+        "core/NumberReplacer",
+    ): "when the cache already holds exactly the tokens to keep, not emptying it keeps the same states (the full rollback would only encode them again).",
+    (
+        "step6_history/generation/candidate_generator.py",
+        'if getattr(self, "_assistant_rollback", None) == "full" and tokens_to_remove >= -1:',
+        "core/NumberReplacer",
+    ): "emptying a cache that lacks the newest token too: the assistant encodes the sequence again, the same states (slower).",
+    (
+        "step6_history/generation/candidate_generator.py",
+        "self._assistant_history_length = int(self.num_assistant_tokens) - 1",
+        "core/ReplaceBinaryOperator_Add_Sub",
+    ): "a recorded length below the real one only makes `_set_assistant_history_length` activate the history again with the `maxlen` it already has: the same history.",
+    (
+        "step6_history/generation/candidate_generator.py",
+        "self._assistant_history_length = int(self.num_assistant_tokens) + 0",
+        "core/NumberReplacer",
+    ): "a recorded length below the real one only makes `_set_assistant_history_length` activate the history again with the `maxlen` it already has: the same history.",
+    (
+        "step6_history/generation/candidate_generator.py",
+        'if getattr(self, "_assistant_history_length", -1) < history_length:',
+        "core/NumberReplacer",
+    ): "`_assistant_history_length` is set whenever a history exists, and `history_length` is at least 2 (`num_assistant_tokens >= 1`): a default of -1 or 1 decides the same.",
+    (
+        "step6_history/generation/candidate_generator.py",
+        'if getattr(self, "_assistant_history_length", 1) < history_length:',
+        "core/NumberReplacer",
+    ): "`_assistant_history_length` is set whenever a history exists, and `history_length` is at least 2 (`num_assistant_tokens >= 1`): a default of -1 or 1 decides the same.",
+    (
+        "step6_history/generation/candidate_generator.py",
+        'if getattr(self, "_assistant_history_length", 0) <= history_length:',
+        "core/ReplaceComparisonOperator_Lt_LtE",
+    ): "with equal lengths `activate_past_recording` is called with the `maxlen` the history already has: the same history.",
 }
 
 EQUIVALENT = {"v5_14": EQUIVALENT_V5_14, "v5_24": EQUIVALENT_V5_24}

@@ -27,6 +27,8 @@ if is_torch_available():
         DynamicCache,
         EncoderDecoderCache,
         GenerationConfig,
+        Lfm2Config,
+        Lfm2ForCausalLM,
         LlamaConfig,
         LlamaForCausalLM,
         Qwen3NextConfig,
@@ -414,6 +416,14 @@ class CacheCropTest(CropTestCase):
         cache = Cache(layers=[DynamicLayer(), linear_layer])
         cache.crop(0)
         self.assertExactlyEqual(linear_layer.conv_states[0], _conv_inputs(3 - KERNEL, KERNEL))
+
+        # Removing tokens removes them from the linear attention layer only
+        linear_layer = LinearAttentionLayer()
+        linear_layer.activate_past_recording()
+        linear_layer.update_conv_state(_conv_inputs(0, 3), conv_kernel_size=KERNEL)
+        cache = Cache(layers=[DynamicLayer(), linear_layer])
+        cache.crop(-1)
+        self.assertExactlyEqual(linear_layer.conv_states[0], _conv_inputs(0, KERNEL))
 
     def test_encoder_decoder_cache_crops_only_self_attention(self):
         self_attention_cache, cross_attention_cache = DynamicCache(), DynamicCache()
@@ -1051,7 +1061,8 @@ class ModelCacheLayersCropTest(CropTestCase):
 class AssistedDecodingCropTest(unittest.TestCase):
     """Assisted decoding rolls the assistant cache back to the tokens it keeps, or fully if a layer refuses."""
 
-    def _models(self):
+    @staticmethod
+    def _models():
         torch.manual_seed(0)
         common = {
             "vocab_size": 32,
@@ -1083,6 +1094,10 @@ class AssistedDecodingCropTest(unittest.TestCase):
                     shared_expert_intermediate_size=16,
                     **common,
                 )
+            ).eval(),
+            # Short convolution layers hold conv states only, which remove the rejected tokens
+            "conv": Lfm2ForCausalLM(
+                Lfm2Config(num_hidden_layers=2, layer_types=["conv", "full_attention"], conv_L_cache=3, **common)
             ).eval(),
         }
         return main_model, assistants
@@ -1134,17 +1149,19 @@ class AssistedDecodingCropTest(unittest.TestCase):
         candidates, _ = generator.get_candidates(accepted)
         self.assertEqual(candidates[:, : accepted.shape[-1]].tolist(), accepted.tolist())
 
-    def _generator(self, assistant, input_ids, model_kwargs=None):
+    @staticmethod
+    def _generator(assistant, input_ids, model_kwargs=None):
         # The assistant drafts 4 tokens per round, whatever its confidence
         assistant.generation_config.num_assistant_tokens = 4
         assistant.generation_config.assistant_confidence_threshold = 0.0
         generation_config = GenerationConfig(max_length=32, min_length=0, do_sample=False)
         return AssistedCandidateGenerator(input_ids, assistant, generation_config, model_kwargs or {})
 
-    def test_assistant_states_are_restricted_when_every_draft_is_accepted(self):
+    @parameterized.expand([("linear_attention",), ("conv",)])
+    def test_assistant_states_are_restricted_when_every_draft_is_accepted(self, assistant_name):
         _, assistants = self._models()
         input_ids = torch.tensor([[5, 6, 7, 8]])
-        generator = self._generator(assistants["linear_attention"], input_ids)
+        generator = self._generator(assistants[assistant_name], input_ids)
         candidates, _ = generator.get_candidates(input_ids)
         # Every draft is accepted, and the main model adds one token: nothing to remove, but the conv states recorded
         # during the round are dropped (`crop(0)`), back to the kernel size
@@ -1194,6 +1211,20 @@ class AssistedDecodingCropTest(unittest.TestCase):
         self.assertEqual(accepted.shape[-1] - 2, cached_length + 1)
         generator._update_past_and_masks(accepted)
         self.assertEqual(cache.get_seq_length(), cached_length)
+
+    @parameterized.expand([("attention",), ("linear_attention",)])
+    def test_assistant_cache_keeps_no_token_to_add(self, assistant_name):
+        # `num_added_tokens`: the last tokens of `input_ids` are new to the assistant, which processes them next
+        _, assistants = self._models()
+        input_ids = torch.tensor([[5, 6, 7, 8]])
+        generator = self._generator(assistants[assistant_name], input_ids)
+        candidates, _ = generator.get_candidates(input_ids)
+        accepted = torch.cat([candidates[:, :5], torch.tensor([[31]])], dim=-1)
+        generator._update_past_and_masks(accepted, num_added_tokens=2)
+        cache_length = generator.assistant_kwargs["cache"].get_seq_length()
+        # Linear attention layers cannot remove these tokens exactly (they are not the drafts of an update): the
+        # assistant cache is rolled back fully
+        self.assertEqual(cache_length, accepted.shape[-1] - 3 if assistant_name == "attention" else 0)
 
 
 # Linear attention history: a model-like forward pass over a cache made of one linear attention layer (a causal conv
@@ -1421,3 +1452,155 @@ class LinearAttentionHistoryTest(unittest.TestCase):
         self.assertEqual(len(cache.layers[0].history), 0)
         with self.assertRaises(RuntimeError):
             cache.crop(-1)
+
+    def test_history_of_one_update(self):
+        cache = _history_cache(history_length=1)
+        _linear_forward(cache, [1, 2])
+        _linear_forward(cache, [3])
+        cache.crop(-1)
+        self.assertEqual(_linear_states(cache), _expected_linear_states([1, 2]))
+
+    def test_states_are_kept_without_copy_over_several_updates(self):
+        # Recurrent states written in place before they are handed over (as a model's own ops may do) are not
+        # written in place after: the history keeps each of them as it is, whatever its version counter
+        cache = _history_cache(history_length=4)
+        layer = cache.layers[0]
+        _linear_forward(cache, [1, 2])
+        handed_over = [layer.recurrent_states[0]]
+        for token in [3, 4, 5]:
+            recurrent_states = layer.recurrent_states[0] + token
+            recurrent_states.mul_(1)
+            handed_over.append(recurrent_states)
+            tokens = torch.full((1, 2, 1), float(token), dtype=torch.float64)
+            cache.update_conv_state(tokens, layer_idx=0, conv_kernel_size=HISTORY_KERNEL_SIZE)
+            cache.update_recurrent_state(recurrent_states, layer_idx=0)
+            cache.update(tokens[:, :1, :, None], tokens[:, :1, :, None].clone(), 1)
+        self.assertEqual([entry[3] is None for entry in layer.history], [True, False, False, False])
+        for entry, recurrent_states in zip(list(layer.history)[1:], handed_over):
+            self.assertIs(entry[3], recurrent_states)
+        cache.crop(-2)
+        self.assertIs(layer.recurrent_states[0], handed_over[1])
+
+    def test_rollback_to_before_the_first_update(self):
+        # A layer rolled back by every update it has seen has no past: its next update is a first one again
+        cache = Cache(layers=[LinearAttentionLayer()])
+        cache.activate_past_recording(history_length=3)
+        layer = cache.layers[0]
+        _linear_forward(cache, [1, 2])
+        _linear_forward(cache, [3])
+        layer.crop(-3)
+        self.assertFalse(layer.has_previous_state[0])
+        _linear_forward(cache, [5, 6])
+        self.assertEqual(_linear_states(cache), _expected_linear_states([5, 6]))
+
+    def test_rollback_after_crop_zero_of_a_short_prefill(self):
+        # `crop(0)` pads a prefill shorter than the kernel to the kernel size: the history still restores the states
+        # from before that prefill (here conv states that were written in place before they were handed over)
+        cache = Cache(layers=[LinearAttentionLayer()])
+        cache.activate_past_recording(history_length=3)
+        layer = cache.layers[0]
+        conv_states = torch.zeros(1, 2, 2, dtype=torch.float64).add_(1)
+        cache.update_conv_state(conv_states, layer_idx=0, conv_kernel_size=HISTORY_KERNEL_SIZE)
+        cache.update_recurrent_state(conv_states.sum(dim=-1), layer_idx=0)
+        cache.crop(0)
+        self.assertEqual(layer.conv_states[0].tolist(), [[[0.0, 1.0, 1.0]] * 2])
+        cache.crop(-2)
+        self.assertFalse(layer.has_previous_state[0])
+
+    def test_reset_replaces_the_states_and_clears_the_history(self):
+        cache = _history_cache(history_length=3)
+        layer = cache.layers[0]
+        _linear_forward(cache, [1, 2])
+        _linear_forward(cache, [3])
+        conv_states, recurrent_states = layer.conv_states[0], layer.recurrent_states[0]
+        cache.reset()
+        # New zero tensors of the working size: the tensors the model handed over, which it may still hold, keep
+        # their values
+        self.assertEqual(layer.conv_states[0].tolist(), [[[0.0] * HISTORY_KERNEL_SIZE] * 2])
+        self.assertEqual(layer.recurrent_states[0].tolist(), [[0.0, 0.0]])
+        self.assertEqual(conv_states.tolist(), [[[1.0, 2.0, 3.0]] * 2])
+        self.assertEqual(recurrent_states.tolist(), [[6.0, 6.0]])
+        self.assertEqual(len(layer.history), 0)
+        self.assertFalse(layer.has_previous_state[0])
+
+        # A layer never updated has nothing to reset
+        cache = _history_cache(history_length=3)
+        cache.reset()
+        self.assertFalse(cache.layers[0].is_conv_states_initialized[0])
+        self.assertFalse(cache.layers[0].is_recurrent_states_initialized[0])
+
+    def test_reorder_cache_reorders_the_states(self):
+        cache = Cache(layers=[LinearAttentionLayer()])
+        cache.activate_past_recording(history_length=3)
+        layer = cache.layers[0]
+        # A batch of 2, 2 channels and 3 tokens: every state differs from the others
+        conv_states = torch.arange(12, dtype=torch.float64).reshape(2, 2, 3)
+        cache.update_conv_state(conv_states, layer_idx=0, conv_kernel_size=HISTORY_KERNEL_SIZE)
+        recurrent_states = torch.arange(4, dtype=torch.float64).reshape(2, 2)
+        cache.update_recurrent_state(recurrent_states, layer_idx=0)
+        cache.reorder_cache(torch.tensor([1, 0]))
+        self.assertEqual(layer.conv_states[0].tolist(), conv_states[[1, 0]].tolist())
+        self.assertEqual(layer.recurrent_states[0].tolist(), [[2.0, 3.0], [0.0, 1.0]])
+        self.assertEqual(len(layer.history), 0)
+
+    @parameterized.expand([(False,), (True,)])
+    def test_first_update_of_the_conv_states(self, record_past):
+        # Without past recording, a prefill shorter than the kernel is left-padded with zeros; recorded, it is kept as
+        # it is. A longer prefill is kept whole in both cases (1 channel: only the last dimension counts tokens)
+        for num_tokens in (2, 5):
+            cache = Cache(layers=[LinearAttentionLayer()])
+            if record_past:
+                cache.activate_past_recording()
+            conv_states = torch.arange(1, num_tokens + 1, dtype=torch.float64).reshape(1, 1, num_tokens)
+            states = cache.update_conv_state(conv_states, layer_idx=0, conv_kernel_size=HISTORY_KERNEL_SIZE)
+            expected = conv_states.tolist()
+            if num_tokens == 2 and not record_past:
+                expected = [[[0.0, 1.0, 2.0]]]
+            self.assertEqual(states.tolist(), expected)
+            # Recorded, every state is kept until the next `crop`; otherwise the last `conv_kernel_size`
+            kept = expected[0][0] if record_past else expected[0][0][-HISTORY_KERNEL_SIZE:]
+            self.assertEqual(cache.layers[0].conv_states[0].tolist(), [[kept]])
+
+    def test_recurrent_states_keep_their_address_without_history(self):
+        # Copied in place, for cudagraphs
+        cache = Cache(layers=[LinearAttentionLayer()])
+        cache.update_recurrent_state(torch.ones(1, 2, dtype=torch.float64), layer_idx=0)
+        recurrent_states = cache.layers[0].recurrent_states[0]
+        cache.update_recurrent_state(torch.full((1, 2), 2.0, dtype=torch.float64), layer_idx=0)
+        self.assertIs(cache.layers[0].recurrent_states[0], recurrent_states)
+        self.assertEqual(recurrent_states.tolist(), [[2.0, 2.0]])
+
+    def test_recurrent_states_without_conv_states(self):
+        cache = Cache(layers=[LinearAttentionLayer()])
+        cache.activate_past_recording(history_length=2)
+        cache.update_recurrent_state(torch.ones(1, 2, dtype=torch.float64), layer_idx=0)
+        self.assertFalse(cache.layers[0].is_conv_states_initialized[0])
+
+    @parameterized.expand([(2 * HISTORY_KERNEL_SIZE, False), (2 * HISTORY_KERNEL_SIZE + 1, True)])
+    def test_prefill_conv_states_are_restricted_to_the_window(self, num_tokens, is_copy):
+        # With a history, the conv states are restricted to the convolution's window after the prefill: a view of a
+        # short prefill, a copy out of a longer one (so that the history does not keep the whole prefill alive)
+        cache = _history_cache(history_length=2)
+        layer = cache.layers[0]
+        conv_states = torch.arange(num_tokens, dtype=torch.float64).reshape(1, 1, num_tokens).expand(1, 2, -1)
+        cache.update_conv_state(conv_states, layer_idx=0, conv_kernel_size=HISTORY_KERNEL_SIZE)
+        cache.update_recurrent_state(conv_states.sum(dim=-1), layer_idx=0)
+        window = layer.conv_states[0]
+        self.assertEqual(window.tolist(), conv_states[..., -HISTORY_KERNEL_SIZE:].tolist())
+        shares_storage = window.untyped_storage().data_ptr() == conv_states.untyped_storage().data_ptr()
+        self.assertEqual(shares_storage, not is_copy)
+
+    def test_assistant_history_covers_every_draft_of_a_round(self):
+        # The history of the linear attention states undoes every draft of a round and the token before them: it grows
+        # with the number of drafts
+        _, assistants = AssistedDecodingCropTest._models()
+        input_ids = torch.tensor([[5, 6, 7, 8]])
+        generator = AssistedDecodingCropTest._generator(assistants["linear_attention"], input_ids)
+        candidates, _ = generator.get_candidates(input_ids)
+        linear_layer = generator.assistant_kwargs["cache"].layers[0]
+        self.assertEqual(linear_layer.history.maxlen, 5)
+        generator.num_assistant_tokens = 5
+        accepted = torch.cat([candidates[:, :5], torch.tensor([[31]])], dim=-1)
+        generator._update_past_and_masks(accepted)
+        self.assertEqual(linear_layer.history.maxlen, 6)
+        self.assertEqual(generator.assistant_kwargs["cache"].get_seq_length(), accepted.shape[-1] - 1)
