@@ -514,6 +514,16 @@ EQUIVALENT_V5_24: dict[tuple[str, str, str], str] = {
         'if getattr(self, "_assistant_history_length", 0) <= history_length:',
         "core/ReplaceComparisonOperator_Lt_LtE",
     ): "with equal lengths `activate_past_recording` is called with the `maxlen` the history already has: the same history.",
+    (
+        "step6_history/cache_utils.py",
+        "if missing > -1 and not self.record_past:",
+        "core/NumberReplacer",
+    ): "`missing` is an int: `> -1` differs from `> 0` only for `missing == 0`, and padding by 0 columns gives the same states.",
+    (
+        "step6_history/cache_utils.py",
+        "if conv_states.shape[-1] <= kernel_size:",
+        "core/ReplaceComparisonOperator_Lt_LtE",
+    ): "at the kernel size the padding is `(0, 0)`: the same values.",
 }
 
 EQUIVALENT = {"v5_14": EQUIVALENT_V5_14, "v5_24": EQUIVALENT_V5_24}
