@@ -258,6 +258,137 @@ EQUIVALENT_V5_14: dict[tuple[str, str, str], str] = {
         "layer._record_update_length(key_states.shape[2])",
         "core/ReplaceUnaryOperator_Delete_USub",
     ): "the key states are 4-D (batch, heads, tokens, head_dim), so `shape[2]` is `shape[-2]`.",
+    # Session of 2026-12-02 (steps 1-7, both phases)
+    (
+        "step1_clamp/cache_utils.py",
+        "if not self.is_indexer_initialized or self.indexer_keys.numel() == -1:",
+        "core/NumberReplacer",
+    ): "an initialized indexer is empty only with `shape[1] == 0` (`update_indexer` concatenates right after its lazy initialization), and then `shape[1] > effective` is false: nothing is sliced either way.",
+    (
+        "step1_clamp/cache_utils.py",
+        "effective = max_length if max_length >= -1 else max(self.indexer_keys.shape[1] - abs(max_length), 0)",
+        "core/NumberReplacer",
+    ): "for `max_length == -1` the absolute branch slices `[:, :-1]`, which removes the last token as the relative branch does (an empty indexer returned above).",
+    (
+        "step1_clamp/cache_utils.py",
+        "if self.indexer_keys.shape[1] >= effective:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "when the lengths are equal the slice `[:, :effective]` keeps every indexer key: the same values.",
+    (
+        "step2_deprecate/cache_utils.py",
+        "elif max_length >= 0:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "`max_length == 0` is handled by the `if` above, so `>= 0` and `> 0` select the same values here.",
+    (
+        "step2_deprecate/cache_utils.py",
+        "elif max_length > -1:",
+        "core/NumberReplacer",
+    ): "`max_length == 0` is handled by the `if` above, so `> -1` and `> 0` select the same (integer) values here.",
+    (
+        "step2_deprecate/generation/candidate_generator.py",
+        "if not TYPE_CHECKING:",
+        "core/AddNot",
+    ): "the import then runs at runtime and succeeds, but binds names in the overlay module, whose globals the installed methods never read (they run with upstream's).",
+    (
+        "step3_atomic/cache_utils.py",
+        "if not TYPE_CHECKING:",
+        "core/AddNot",
+    ): "the import then runs at runtime and succeeds, but binds names in the overlay module, whose globals the installed methods never read (they run with upstream's).",
+    (
+        "step3_atomic/generation/candidate_generator.py",
+        "if not TYPE_CHECKING:",
+        "core/AddNot",
+    ): "the import then runs at runtime and succeeds, but binds names in the overlay module, whose globals the installed methods never read (they run with upstream's).",
+    (
+        "step4_static/cache_utils.py",
+        "if self.is_indexer_initialized and indexer_length >= new_length:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "when the lengths are equal the zeroed slice is empty and the length is set to itself.",
+    (
+        "step5_quantized/cache_utils.py",
+        "residual_length = self.keys.shape[2] if self.keys.dim() == 4 else 0",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "the residual states are 4-D when this branch is taken (`dim() == 4`), so `shape[2]` is `shape[-2]`.",
+    (
+        "step6_models/models/deepseek_v4/modeling_deepseek_v4.py",
+        "new_length = max(seq_length + max_length, -1) if max_length < 0 else min(max_length, seq_length)",
+        "core/NumberReplacer",
+    ): "`Cache._check_crop` hands a layer a full rollback as `0`, so a negative `max_length` here removes fewer tokens than the layer holds: `seq_length + max_length >= 1`, and the `max` with 0, 1 or -1 is never taken.",
+    (
+        "step6_models/models/deepseek_v4/modeling_deepseek_v4.py",
+        "new_length = max(seq_length + max_length, 1) if max_length < 0 else min(max_length, seq_length)",
+        "core/NumberReplacer",
+    ): "`Cache._check_crop` hands a layer a full rollback as `0`, so a negative `max_length` here removes fewer tokens than the layer holds: `seq_length + max_length >= 1`, and the `max` with 0, 1 or -1 is never taken.",
+    (
+        "step6_models/models/deepseek_v4/modeling_deepseek_v4.py",
+        "if new_length == 0 or tokens_to_remove == -1:",
+        "core/NumberReplacer",
+    ): "`tokens_to_remove` is never negative, and for 0 the loop below raises nothing (`buffered_length < 0` is false): the same outcome as the early return.",
+    (
+        "step6_models/models/deepseek_v4/modeling_deepseek_v4.py",
+        "elif new_length <= seq_length:",
+        "core/ReplaceComparisonOperator_Lt_LtE",
+    ): "when nothing was removed every buffer is sliced to its own length: the same values.",
+    (
+        "step6_models/models/minimax_m3_vl/modeling_minimax_m3_vl.py",
+        "if self.idx_keys is not None and self.idx_keys.shape[2] > new_length:",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "the index keys are 4-D (batch, heads, tokens, head_dim), so `shape[2]` is `shape[-2]`.",
+    (
+        "step6_models/models/minimax_m3_vl/modeling_minimax_m3_vl.py",
+        "if self.idx_keys is not None and self.idx_keys.shape[-2] >= new_length:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "when the lengths are equal the extra slice `[..., :new_length, :]` keeps every index key (same values).",
+    (
+        "step6_models/models/minimax_m3_vl/modeling_minimax_m3_vl.py",
+        "if self.idx_keys is not None and index_length >= new_length:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "when the lengths are equal the zeroed slice is empty and the length is set to itself.",
+    (
+        "step7_history/cache_utils.py",
+        "if missing > -1 and not self.record_past:",
+        "core/NumberReplacer",
+    ): "`missing` is an int: `> -1` differs from `> 0` only for `missing == 0`, and padding by 0 columns gives the same states.",
+    (
+        "step7_history/cache_utils.py",
+        "self.prefetch(layer_idx + 2, self.only_non_sliding)",
+        "core/NumberReplacer",
+    ): "not testable here, not argued equivalent: upstream's own line of `Cache.update` (which step 7 rewrites whole), reached only with offloading, which needs CUDA streams.",
+    (
+        "step7_history/cache_utils.py",
+        "def activate_past_recording(self, history_length: int = -1):",
+        "core/NumberReplacer",
+    ): "a default of `-1` acts as `0`: the layers keep no history for any `history_length <= 0`.",
+    (
+        "step7_history/generation/candidate_generator.py",
+        'if getattr(self, "_assistant_rollback", None) is None or past_key_values.get_seq_length() > 0:',
+        "core/ReplaceAndWithOr",
+    ): "re-deciding every round gives the same decision: it depends on the layer types, `record_past` and whether the recurrent layers have a history, none of which changes during a generation.",
+    (
+        "step7_history/generation/candidate_generator.py",
+        'if getattr(self, "_assistant_rollback", None) is None and past_key_values.get_seq_length() >= 0:',
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "the assistant cache is empty only in the first round, and then it is the one `_prepare_assistant_cache` made (recording, with a history for every linear layer), for which the decision is the same before and after the first forward pass.",
+    (
+        "step7_history/generation/candidate_generator.py",
+        'if getattr(self, "_assistant_rollback", None) is None and past_key_values.get_seq_length() > -1:',
+        "core/NumberReplacer",
+    ): "the assistant cache is empty only in the first round, and then it is the one `_prepare_assistant_cache` made (recording, with a history for every linear layer), for which the decision is the same before and after the first forward pass.",
+    (
+        "step7_history/generation/candidate_generator.py",
+        "self.generation_config, model_kwargs, None, input_ids.shape[ 1], self.main_model_max_length",
+        "core/NumberReplacer",
+    ): "the batch size is read only for static cache implementations, and the assistant's is `dynamic_full` here (a `DynamicCache`).",
+    (
+        "step7_history/generation/candidate_generator.py",
+        'if any(getattr(layer, "is_sliding", True) for layer in attention_layers):',
+        "core/ReplaceFalseWithTrue",
+    ): "every attention layer class of transformers 5.14 defines `is_sliding` (`DynamicLayer`, `StaticLayer` and their subclasses): the default is never read.",
+    (
+        "step7_history/generation/candidate_generator.py",
+        'if getattr(self, "_assistant_history_length", 0) <= history_length:',
+        "core/ReplaceComparisonOperator_Lt_LtE",
+    ): "with equal lengths `activate_past_recording` is called with the `maxlen` the history already has: the same history.",
 }
 
 

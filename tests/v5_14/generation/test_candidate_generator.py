@@ -115,6 +115,17 @@ class AssistedCandidateGeneratorRollbackTest(unittest.TestCase):
         self.assertEqual(generator.assistant_kwargs["position_ids"].tolist(), [[0, 1, 2, 3, 4, 5]])
         self.assertEqual(generator.assistant_kwargs["past_key_values"].get_seq_length(), 4)
 
+    def test_assistant_cache_removes_the_tokens_to_re_encode(self):
+        # `remove_from_pkv`: tokens whose cached states the assistant must compute again (e.g. retokenized ones)
+        assistant_model = _tiny_model("llama", seed=1)
+        generation_config = GenerationConfig(max_length=32, min_length=0, do_sample=False)
+        input_ids = torch.tensor([[5, 6, 7, 8]])
+        generator = AssistedCandidateGenerator(input_ids, assistant_model, generation_config, {})
+        candidates, _ = generator.get_candidates(input_ids)
+        accepted = torch.cat([candidates[:, :5], torch.tensor([[3]])], dim=-1)
+        generator._update_past_and_masks(accepted, remove_from_pkv=2)
+        self.assertEqual(generator.assistant_kwargs["past_key_values"].get_seq_length(), accepted.shape[-1] - 4)
+
     def test_token_type_ids_follow_the_rollback(self):
         # The assistant's `token_type_ids` are cut to the new sequence length with the cache
         main_model, assistant_model = _tiny_model("gpt2", seed=0), _tiny_model("gpt2", seed=1)

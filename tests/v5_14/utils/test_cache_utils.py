@@ -12,6 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
+import inspect
 import unittest
 import warnings
 
@@ -29,12 +30,16 @@ if is_torch_available():
         DeepseekV4Config,
         DynamicCache,
         EncoderDecoderCache,
+        GenerationConfig,
         LlamaConfig,
         QuantizedCache,
+        Qwen3NextConfig,
+        Qwen3NextForCausalLM,
         StaticCache,
     )
     from transformers.cache_utils import (
         Cache,
+        CacheLayerMixin,
         DynamicIndexedLayer,
         DynamicLayer,
         DynamicSlidingWindowLayer,
@@ -49,6 +54,7 @@ if is_torch_available():
         StaticLayer,
         StaticSlidingWindowLayer,
     )
+    from transformers.generation.candidate_generator import AssistedCandidateGenerator
     from transformers.models.deepseek_v4.modeling_deepseek_v4 import DeepseekV4CSACache, DeepseekV4HCACache
     from transformers.models.minimax.modeling_minimax import MiniMaxCache
     from transformers.models.minimax_m3_vl.modeling_minimax_m3_vl import (
@@ -266,11 +272,12 @@ class CropArgumentsTest(unittest.TestCase):
         """The message of the one `FutureWarning` that `cache.crop(*args, **kwargs)` emits, checked to point here."""
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
+            crop_line = inspect.currentframe().f_lineno + 1
             cache.crop(*args, **kwargs)
         future_warnings = [w for w in caught if issubclass(w.category, FutureWarning)]
         self.assertEqual(len(future_warnings), 1)
         # Attributed to the line that called `crop`, so that Python shows it once per call site
-        self.assertEqual(future_warnings[0].filename, __file__)
+        self.assertEqual((future_warnings[0].filename, future_warnings[0].lineno), (__file__, crop_line))
         return str(future_warnings[0].message)
 
     @parameterized.expand([(1,), (3,), (7,)])
@@ -719,6 +726,21 @@ class QuantizedLayerCropTest(CropTestMixin, unittest.TestCase):
         # And the update after that one still sees exactly the right tokens
         keys, _ = _update(cache, expected_length + 2, 1)
         self.assertExact(keys, _codes(0, expected_length + 3))
+
+    def test_crop_of_the_residual_part_keeps_the_quantized_part(self):
+        # 3 tokens at once go to the quantized part, the next one to the residual part: removing it keeps the quantized
+        # tensors as they are (quantizing them again would lose precision with a real quantizer)
+        cache = Cache(layers=[_exact_quantized_layer(residual_length=2)])
+        _update(cache, 0, 3)
+        _update(cache, 3, 1)
+        layer = cache.layers[0]
+        self.assertEqual(layer.keys.shape[-2], 1)
+        quantized_keys, quantized_values = layer._quantized_keys, layer._quantized_values
+        cache.crop(-1)
+        self.assertEqual(cache.get_seq_length(), 3)
+        self.assertIs(layer._quantized_keys, quantized_keys)
+        self.assertIs(layer._quantized_values, quantized_values)
+        self.assertEqual(layer.keys.shape[-2], 0)
 
 
 BACKEND_CASES = [
@@ -1569,6 +1591,52 @@ class CropRefusalsAndNoOpsTest(CropTestMixin, unittest.TestCase):
         _feed(cache, 0, 3, kernel=4)
         self.assertRefusedAtomically(cache, -2, RuntimeError, "Cannot remove 2 token(s)")
 
+    def test_deepseek_crop_right_after_a_compression_raises(self):
+        # 4 tokens: the HCA compressor (windows of 4) has just compressed them all and buffers none
+        cache = _deepseek_cache()
+        _feed_deepseek(cache, 0, 4)
+        self.assertRefusedAtomically(cache, -1, ValueError, "DeepseekV4HCACache", "crop(-cache.get_seq_length())")
+
+    @parameterized.expand([(1,), (5,)])
+    def test_one_token_crop_that_keeps_everything(self, argument):
+        cache = DynamicCache()
+        _update(cache, 0, 1)
+        _crop_quietly(cache, argument)
+        self.assertEqual(cache.get_seq_length(), 1)
+        keys, _ = _update(cache, 1, 1)
+        self.assertExact(keys, _codes(0, 2))
+
+    def test_layer_without_crop_refuses(self):
+        # A custom layer that does not implement `crop`: the cache refuses, naming it, and changes nothing
+        class NoCropLayer(CacheLayerMixin):
+            def lazy_initialization(self, key_states, value_states):
+                self.keys, self.values, self.is_initialized = key_states, value_states, True
+
+            def update(self, key_states, value_states, *args, **kwargs):
+                if not self.is_initialized:
+                    self.lazy_initialization(key_states, value_states)
+                    return self.keys, self.values
+                self.keys = torch.cat([self.keys, key_states], dim=-2)
+                self.values = torch.cat([self.values, value_states], dim=-2)
+                return self.keys, self.values
+
+            def get_mask_sizes(self, query_length):
+                return self.get_seq_length() + query_length, 0
+
+            def get_seq_length(self):
+                return self.keys.shape[-2] if self.is_initialized else 0
+
+            def get_max_cache_shape(self):
+                return -1
+
+            def get_max_length(self):
+                return -1
+
+        cache = Cache(layers=[DynamicLayer(), NoCropLayer()])
+        _update(cache, 0, 3, layer_idx=0)
+        _update(cache, 0, 3, layer_idx=1)
+        self.assertRefusedAtomically(cache, -1, NotImplementedError, "NoCropLayer", "DynamicCache")
+
     def test_static_indexer_behind_the_keys_is_left_alone(self):
         # The indexer holds fewer tokens than are kept: a crop that removes none of them must not move its position
         cache = Cache(layers=[StaticIndexedLayer(max_cache_len=MAX_CACHE_LEN)])
@@ -1828,3 +1896,82 @@ class LinearAttentionHistoryTest(unittest.TestCase):
         _linear_forward(cache, [4])
         with self.assertRaisesRegex(RuntimeError, r"Cannot remove 2 token\(s\)"):
             cache.crop(-2)
+
+    def test_rollback_to_before_the_first_update(self):
+        # A layer rolled back by every update it has seen has no past: its next update is a first one again (a cache
+        # would reset it instead: a layer-level crop)
+        cache = _history_cache(history_length=3)
+        layer = cache.layers[0]
+        _linear_forward(cache, [1, 2])
+        _linear_forward(cache, [3])
+        layer.crop(-3)
+        self.assertFalse(layer.has_previous_state[0])
+        self.assertEqual(len(layer.history), 0)
+        _linear_forward(cache, [5, 6])
+        _linear_forward(cache, [7])
+        self.assertEqual(_linear_states(cache), _expected_linear_states([5, 6, 7]))
+        layer.crop(-1)
+        self.assertEqual(_linear_states(cache), _expected_linear_states([5, 6]))
+        layer.crop(-2)
+        self.assertFalse(layer.has_previous_state[0])
+        # The same after a full rollback of the cache
+        cache.crop(-cache.get_seq_length())
+        _linear_forward(cache, [8, 9])
+        layer.crop(-2)
+        self.assertFalse(layer.has_previous_state[0])
+
+    def test_history_activated_after_a_full_rollback(self):
+        # The recurrent states of a reset layer are initialized (zeros), but it has no past: the history starts there
+        cache = _history_cache()
+        layer = cache.layers[0]
+        _linear_forward(cache, [1, 2])
+        cache.crop(-cache.get_seq_length())
+        cache.activate_past_recording(history_length=3)
+        _linear_forward(cache, [5, 6])
+        _linear_forward(cache, [7])
+        layer.crop(-3)
+        self.assertFalse(layer.has_previous_state[0])
+        _linear_forward(cache, [8, 9])
+        self.assertEqual(_linear_states(cache), _expected_linear_states([8, 9]))
+
+    def test_assistant_history_covers_every_draft_of_a_round(self):
+        # The history of an assistant's linear attention states undoes every draft of a round and the token before
+        # them: it grows with the number of drafts
+        torch.manual_seed(0)
+        config = Qwen3NextConfig(
+            vocab_size=32,
+            hidden_size=16,
+            intermediate_size=32,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            head_dim=8,
+            num_hidden_layers=2,
+            layer_types=["linear_attention", "full_attention"],
+            linear_num_value_heads=2,
+            linear_num_key_heads=1,
+            linear_key_head_dim=8,
+            linear_value_head_dim=8,
+            linear_conv_kernel_dim=2,
+            num_experts=2,
+            num_experts_per_tok=1,
+            moe_intermediate_size=16,
+            shared_expert_intermediate_size=16,
+            pad_token_id=0,
+            bos_token_id=None,
+            eos_token_id=None,
+        )
+        assistant = Qwen3NextForCausalLM(config).eval()
+        assistant.generation_config.num_assistant_tokens = 4
+        assistant.generation_config.assistant_confidence_threshold = 0.0
+        input_ids = torch.tensor([[5, 6, 7, 8]])
+        generation_config = GenerationConfig(max_length=32, min_length=0, do_sample=False)
+        generator = AssistedCandidateGenerator(input_ids, assistant, generation_config, {})
+        candidates, _ = generator.get_candidates(input_ids)
+        cache = generator.assistant_kwargs["past_key_values"]
+        linear_layer = cache.layers[0]
+        self.assertEqual(linear_layer.history.maxlen, 5)
+        generator.num_assistant_tokens = 5
+        accepted = torch.cat([candidates[:, :5], torch.tensor([[31]])], dim=-1)
+        generator._update_past_and_masks(accepted)
+        self.assertEqual(linear_layer.history.maxlen, 6)
+        self.assertEqual(cache.get_seq_length(), accepted.shape[-1] - 1)

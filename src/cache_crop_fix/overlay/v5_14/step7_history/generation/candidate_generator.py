@@ -21,7 +21,10 @@ class AssistedCandidateGenerator:
         self, input_ids: torch.LongTensor, remove_from_pkv: int = 0, num_added_tokens: int = 1
     ) -> bool:
         """Update past key values and attention masks for subsequent generation rounds."""
-        if self.assistant_kwargs.get("past_key_values", None) is None and self.generation_config.use_cache:
+        if (
+            self.assistant_kwargs.get("past_key_values", None) is None
+            and self.generation_config.use_cache is not False
+        ):
             # First round: prepare the assistant cache here, so that it records its past from the first token
             self._prepare_assistant_cache(input_ids)
         has_past_key_values = self.assistant_kwargs.get("past_key_values", None) is not None
