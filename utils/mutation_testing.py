@@ -655,6 +655,36 @@ EQUIVALENT_V5_24: dict[tuple[str, str, str], str] = {
         "if conv_states.shape[-1] <= kernel_size:",
         "core/ReplaceComparisonOperator_Lt_LtE",
     ): "at the kernel size the padding is `(0, 0)`: the same values.",
+    (
+        "step1_clamp/cache_utils.py",
+        "if type(tokens_to_remove) is int and tokens_to_remove < 0:",
+        "core/ReplaceComparisonOperator_LtE_Lt",
+    ): "`0` then takes the general path below, which returns the same `0`.",
+    (
+        "step1_clamp/cache_utils.py",
+        "if type(tokens_to_remove) is int and tokens_to_remove <= -1:",
+        "core/NumberReplacer",
+    ): "`0` then takes the general path below, which returns the same `0`.",
+    (
+        "step1_clamp/cache_utils.py",
+        "if new_length == -1:",
+        "core/NumberReplacer",
+    ): "`new_length` is never negative, and for `new_length == 0` the computed `start` and `end` are equal anyway: the same empty slice.",
+    (
+        "step5_models/models/deepseek_v4/modeling_deepseek_v4.py",
+        "elif buffered_kv is not None and removed_tokens > -1:",
+        "core/NumberReplacer",
+    ): "with 0 removed tokens the buffers are sliced to their own length: the same values.",
+    (
+        "step6_history/cache_utils.py",
+        "if history and history[-1][ 2] is not None and not self._history_copies_states:",
+        "core/NumberReplacer",
+    ): "the kept conv version (`[2]`) is `None` exactly when no past was kept (`[3]` is `None`) or the tensors are inference tensors, and for those `_tensor_version` gives `None` on both sides of the check below, which is then false either way.",
+    (
+        "step6_history/cache_utils.py",
+        "self.has_previous_state[ 1] = True",
+        "core/NumberReplacer",
+    ): "`has_previous_state[0]` is already true whenever a non-empty entry is restored (only a full rollback, which clears the history, or restoring the first entry sets it false); other keys are never read (`number_of_states == 1`).",
 }
 
 EQUIVALENT = {"v5_14": EQUIVALENT_V5_14, "v5_24": EQUIVALENT_V5_24}

@@ -214,6 +214,14 @@ class DynamicLayersCropTest(CropTestCase):
         self.assertLayerHolds(layer, expected_length)
         self.assertAppendsAfter(layer, expected_length)
 
+    @parameterized.expand([(layer_name,) for layer_name in ("dynamic", "sliding", "indexed")])
+    def test_crop_of_the_only_token(self, layer_name):
+        layer = self._layer(layer_name)
+        _fill(layer, 1)
+        layer.crop(-1)
+        self.assertLayerHolds(layer, 0)
+        self.assertAppendsAfter(layer, 0)
+
     @parameterized.expand([(0, 7), (-1, 6), (-3, 4), (-7, 0), (-9, 0)])
     def test_sliding_window_with_recorded_past_beyond_the_window(self, tokens_to_remove, expected_length):
         # 3 tokens, then 4 recorded ones: beyond the window, they can be rolled back (or all tokens, at once)
@@ -333,6 +341,14 @@ class CropArgumentsTest(CropTestCase):
         self.assertIn("tokens_to_remove", str(context.exception))
         self.assertUnchanged(cache.layers[0], before)
 
+    @parameterized.expand([("int", lambda value: value), ("tensor", lambda value: torch.tensor(value))])
+    def test_one_is_a_positive_value(self, _, make_argument):
+        cache = self._cache()
+        before = _snapshot(cache.layers[0])
+        with self.assertRaisesRegex(ValueError, "positive value"):
+            cache.crop(make_argument(1))
+        self.assertUnchanged(cache.layers[0], before)
+
     @parameterized.expand([("dynamic",), ("static",), ("linear",)])
     def test_positive_values_raise_and_change_nothing(self, layer_name):
         layer = {"dynamic": DynamicLayer(), "static": StaticLayer(MAX_CACHE_LEN)}.get(layer_name)
@@ -385,6 +401,18 @@ class CacheCropTest(CropTestCase):
         self.assertFalse(linear_layer.has_previous_state[0])
         self.assertEqual(linear_layer.recurrent_states[0].abs().sum().item(), 0)
         self.assertIsNone(cache.get_conv_state(1))
+
+    def test_full_rollback_of_a_one_token_cache_resets_the_recurrent_states(self):
+        linear_layer = LinearAttentionLayer()
+        linear_layer.activate_past_recording()
+        linear_layer.update_conv_state(_conv_inputs(0, 1), conv_kernel_size=KERNEL)
+        linear_layer.update_recurrent_state(torch.ones(1, 2, 3, dtype=torch.float64))
+        cache = Cache(layers=[DynamicLayer(), linear_layer])
+        _fill(cache.layers[0], 1)
+        cache.crop(-1)
+        self.assertEqual(cache.get_seq_length(), 0)
+        self.assertFalse(linear_layer.has_previous_state[0])
+        self.assertEqual(linear_layer.recurrent_states[0].abs().sum().item(), 0)
 
     @parameterized.expand(
         [
@@ -844,6 +872,11 @@ class QuantizedLayersCropTest(CropTestCase):
         self.assertEqual(layer.get_seq_length(), 3)
         self.assertExactlyEqual(layer._quantized_keys, _tokens(0, 3))
         layer.crop(-3)
+        self.assertEqual(layer.get_seq_length(), 0)
+        self.assertIsNone(layer._quantized_keys)
+        # Removing the only token removes everything
+        layer.update(_tokens(0, 1), _tokens(0, 1))
+        layer.crop(-1)
         self.assertEqual(layer.get_seq_length(), 0)
         self.assertIsNone(layer._quantized_keys)
 
