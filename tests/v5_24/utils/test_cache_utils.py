@@ -1286,8 +1286,8 @@ def _linear_forward(cache, token_values, in_place_recurrent=False):
             cache.update_recurrent_state(tokens.sum(dim=-1), layer_idx=layer_idx)
 
 
-def _history_cache(linear_first=True, history_length=None):
-    layers = [LinearAttentionLayer(), DynamicLayer()]
+def _history_cache(linear_first=True, history_length=None, attention_layer=True):
+    layers = [LinearAttentionLayer(), DynamicLayer()] if attention_layer else [LinearAttentionLayer()]
     cache = Cache(layers=layers if linear_first else layers[::-1])
     if history_length is None:
         cache.activate_past_recording()
@@ -1516,8 +1516,7 @@ class LinearAttentionHistoryTest(unittest.TestCase):
 
     def test_rollback_to_before_the_first_update(self):
         # A layer rolled back by every update it has seen has no past: its next update is a first one again
-        cache = Cache(layers=[LinearAttentionLayer()])
-        cache.activate_past_recording(history_length=3)
+        cache = _history_cache(history_length=3, attention_layer=False)
         layer = cache.layers[0]
         _linear_forward(cache, [1, 2])
         _linear_forward(cache, [3])
@@ -1529,8 +1528,7 @@ class LinearAttentionHistoryTest(unittest.TestCase):
     def test_rollback_after_crop_zero_of_a_short_prefill(self):
         # `crop(0)` pads a prefill shorter than the kernel to the kernel size: the history still restores the states
         # from before that prefill (here conv states that were written in place before they were handed over)
-        cache = Cache(layers=[LinearAttentionLayer()])
-        cache.activate_past_recording(history_length=3)
+        cache = _history_cache(history_length=3, attention_layer=False)
         layer = cache.layers[0]
         conv_states = torch.zeros(1, 2, 2, dtype=torch.float64).add_(1)
         cache.update_conv_state(conv_states, layer_idx=0, conv_kernel_size=HISTORY_KERNEL_SIZE)
@@ -1563,8 +1561,7 @@ class LinearAttentionHistoryTest(unittest.TestCase):
         self.assertFalse(cache.layers[0].is_recurrent_states_initialized[0])
 
     def test_reorder_cache_reorders_the_states(self):
-        cache = Cache(layers=[LinearAttentionLayer()])
-        cache.activate_past_recording(history_length=3)
+        cache = _history_cache(history_length=3, attention_layer=False)
         layer = cache.layers[0]
         # A batch of 2, 2 channels and 3 tokens: every state differs from the others
         conv_states = torch.arange(12, dtype=torch.float64).reshape(2, 2, 3)
@@ -1604,8 +1601,7 @@ class LinearAttentionHistoryTest(unittest.TestCase):
         self.assertEqual(recurrent_states.tolist(), [[2.0, 2.0]])
 
     def test_recurrent_states_without_conv_states(self):
-        cache = Cache(layers=[LinearAttentionLayer()])
-        cache.activate_past_recording(history_length=2)
+        cache = _history_cache(history_length=2, attention_layer=False)
         cache.update_recurrent_state(torch.ones(1, 2, dtype=torch.float64), layer_idx=0)
         self.assertFalse(cache.layers[0].is_conv_states_initialized[0])
 
