@@ -1,0 +1,438 @@
+# Copyright 2026 The HuggingFace Team. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""End-to-end assisted decoding and prompt lookup with hybrid and SSM *main* models (transformers 5.25 only).
+
+5.25 lets stateful main models run assisted decoding: their cache records a per-token history of the recurrent states
+(`activate_past_recording(recurrent_states_to_keep=N)`) and `crop` restores the state of the last kept token. The main
+models here are tiny randomly initialised models built from configs, in float64, runnable on CPU without kernels; the
+assistant is a tiny Llama sharing their vocabulary, either with its own random weights (its drafts are nearly always
+all rejected) or with the embeddings and the head of the main model (some drafts are accepted, so the heuristic
+schedule grows). For every case the tests check that
+
+- the output equals plain greedy decoding (whose logits are checked to have no near-tie),
+- after EVERY round (a spy on `Cache.crop` of the main cache), every layer of the main cache equals that of a fresh
+  cache built by one forward pass of the main model over exactly the tokens it must hold (all but the last token of
+  the new `input_ids`): attention keys and values, the recurrent states and the last `conv_kernel_size` columns of the
+  conv states, and the lengths. The outputs alone can hide a wrong state,
+- there were rounds that rejected every draft.
+
+Main models (every family tried builds from a tiny config and runs in float64 on CPU without kernels): Qwen3-Next,
+Qwen3.5 (text), OLMo-hybrid, Kimi-Linear, LFM2, Mamba, FalconMamba, Jamba, Mamba2, Bamba, NemotronH, FalconH1,
+GraniteMoeHybrid, Zamba2. Not here: none left out (Kimi-Linear needs as many key/value heads as attention heads, see
+`MAIN_MODELS`). A tiny Llama main model runs through the same harness as a control: it passes on stock.
+
+On stock 5.25 most cases fail, mostly on the states (the outputs of tiny random models often survive a wrong state):
+with N drafts the verification forward pass has N + 1 tokens but the history keeps N rollback points, so rejecting
+every draft restores the state before the forward pass; the heuristic schedule drafts more than N tokens and `crop`
+raises `IndexError`.
+"""
+
+import unittest
+from functools import cache
+
+import pytest
+from parameterized import parameterized
+
+import transformers
+from transformers import is_torch_available
+from transformers.testing_utils import require_torch
+
+from .numerics import MODEL_DTYPE, assert_no_near_tie, assert_states_close, cross_path_atol, set_test_threads
+
+
+pytestmark = pytest.mark.skipif(
+    not transformers.__version__.startswith("5.25"), reason="main-model state history of transformers 5.25 only"
+)
+
+if is_torch_available():
+    import torch
+
+    from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM
+    from transformers.cache_utils import Cache, CacheLayerMixin, LinearAttentionCacheLayerMixin
+
+
+VOCAB_SIZE = 64
+NUM_ASSISTANT_TOKENS = 4
+MAX_NEW_TOKENS = 14
+PROMPT_LENGTH = 7
+NO_SPECIAL_TOKENS = {"bos_token_id": None, "eos_token_id": None, "pad_token_id": None}
+COMMON = {"vocab_size": VOCAB_SIZE, "hidden_size": 32, "num_hidden_layers": 2, **NO_SPECIAL_TOKENS}
+ATTENTION = {"intermediate_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2}
+GATED_DELTA_NET = {
+    **ATTENTION,
+    "linear_num_value_heads": 2,
+    "linear_num_key_heads": 2,
+    "linear_key_head_dim": 8,
+    "linear_value_head_dim": 8,
+    "linear_conv_kernel_dim": 4,
+    "layer_types": ["linear_attention", "full_attention"],
+}
+MAMBA2 = {"mamba_n_heads": 4, "mamba_d_head": 16, "mamba_d_state": 8, "mamba_n_groups": 1, "mamba_chunk_size": 8}
+MOE = {"num_experts_per_tok": 2, "moe_intermediate_size": 16}
+# model name -> (config class, model class, config arguments besides `COMMON`)
+MAIN_MODELS = {
+    # Gated delta rule: conv and recurrent states, next to full attention
+    "qwen3_next": (
+        "Qwen3NextConfig",
+        "Qwen3NextForCausalLM",
+        {
+            **GATED_DELTA_NET,
+            **MOE,
+            "head_dim": 8,
+            "num_experts": 4,
+            "shared_expert_intermediate_size": 16,
+            "decoder_sparse_step": 1,
+        },
+    ),
+    "qwen3_5": ("Qwen3_5TextConfig", "Qwen3_5ForCausalLM", {**GATED_DELTA_NET, "head_dim": 8}),
+    "olmo_hybrid": ("OlmoHybridConfig", "OlmoHybridForCausalLM", GATED_DELTA_NET),
+    "kimi_linear": (
+        "KimiLinearConfig",
+        "KimiLinearForCausalLM",
+        {
+            **ATTENTION,
+            **MOE,
+            # As in the released checkpoints (MLA): with fewer key/value heads, a multi-token forward pass that
+            # continues a cache fails in SDPA (a shape mismatch), with or without rollback
+            "num_key_value_heads": 4,
+            "kv_lora_rank": 8,
+            "qk_rope_head_dim": 4,
+            "v_head_dim": 8,
+            "qk_nope_head_dim": 4,
+            "num_local_experts": 4,
+            "linear_head_dim": 8,
+            "linear_num_heads": 2,
+            "layer_types": ["linear_attention", "full_attention"],
+            "mlp_layer_types": ["dense", "dense"],
+        },
+    ),
+    # Short convolutions only
+    "lfm2": (
+        "Lfm2Config",
+        "Lfm2ForCausalLM",
+        {**ATTENTION, "layer_types": ["conv", "full_attention"], "conv_L_cache": 3},
+    ),
+    # Selective scan (Mamba 1): SSM only
+    "mamba": ("MambaConfig", "MambaForCausalLM", {"state_size": 8, "expand": 2, "conv_kernel": 4}),
+    "falcon_mamba": ("FalconMambaConfig", "FalconMambaForCausalLM", {"state_size": 8, "expand": 2, "conv_kernel": 4}),
+    "jamba": (
+        "JambaConfig",
+        "JambaForCausalLM",
+        {
+            **ATTENTION,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "expert_layer_period": 2,
+            "expert_layer_offset": 1,
+            "attn_layer_period": 2,
+            "attn_layer_offset": 1,
+            "mamba_d_state": 8,
+        },
+    ),
+    # Mamba 2 (SSD): SSM only, and next to attention
+    "mamba2": (
+        "Mamba2Config",
+        "Mamba2ForCausalLM",
+        {"num_heads": 4, "head_dim": 16, "state_size": 8, "n_groups": 1, "chunk_size": 8, "expand": 2},
+    ),
+    "bamba": ("BambaConfig", "BambaForCausalLM", {**ATTENTION, **MAMBA2, "attn_layer_indices": [1]}),
+    "nemotron_h": (
+        "NemotronHConfig",
+        "NemotronHForCausalLM",
+        {
+            **ATTENTION,
+            "head_dim": 8,
+            "mamba_num_heads": 4,
+            "mamba_head_dim": 16,
+            "ssm_state_size": 8,
+            "n_groups": 1,
+            "chunk_size": 8,
+            "layers_block_type": ["mamba", "attention"],
+        },
+    ),
+    "falcon_h1": ("FalconH1Config", "FalconH1ForCausalLM", {**ATTENTION, **MAMBA2, "head_dim": 8, "mamba_d_ssm": 64}),
+    "granitemoehybrid": (
+        "GraniteMoeHybridConfig",
+        "GraniteMoeHybridForCausalLM",
+        {
+            **ATTENTION,
+            **MAMBA2,
+            "layer_types": ["mamba", "attention"],
+            "num_local_experts": 4,
+            "num_experts_per_tok": 2,
+            "shared_intermediate_size": 16,
+        },
+    ),
+    "zamba2": (
+        "Zamba2Config",
+        "Zamba2ForCausalLM",
+        {
+            **ATTENTION,
+            "mamba_d_state": 8,
+            "mamba_headdim": 16,
+            "n_mamba_heads": 4,
+            "mamba_ngroups": 1,
+            "chunk_size": 8,
+            "layers_block_type": ["mamba", "hybrid"],
+            "hybrid_layer_ids": [1],
+            "num_mem_blocks": 1,
+        },
+    ),
+}
+# The harness itself on an attention-only main model, whose rollback (`DynamicLayer.crop`) is right on stock 5.25
+CONTROL_MODELS = {"llama": ("LlamaConfig", "LlamaForCausalLM", ATTENTION)}
+# How the candidates are made: a Llama assistant with its own random weights (drafts nearly always all rejected) or
+# with the main model's embeddings and head (some accepted), each with both schedules, and prompt lookup
+MODES = {
+    "random_constant": {"assistant": "random", "num_assistant_tokens_schedule": "constant"},
+    "random_heuristic": {"assistant": "random", "num_assistant_tokens_schedule": "heuristic"},
+    "shared_constant": {"assistant": "shared", "num_assistant_tokens_schedule": "constant"},
+    "shared_heuristic": {"assistant": "shared", "num_assistant_tokens_schedule": "heuristic"},
+    "prompt_lookup": {"prompt_lookup_num_tokens": NUM_ASSISTANT_TOKENS},
+}
+
+
+def _set_generation_config(model, schedule="constant"):
+    model.generation_config.eos_token_id = None
+    model.generation_config.pad_token_id = None
+    model.generation_config.num_assistant_tokens = NUM_ASSISTANT_TOKENS
+    model.generation_config.num_assistant_tokens_schedule = schedule
+    model.generation_config.assistant_confidence_threshold = 0.0
+    return model
+
+
+@cache
+def _main_model(name):
+    config_class, model_class, arguments = {**MAIN_MODELS, **CONTROL_MODELS}[name]
+    torch.manual_seed(0)
+    # Grouped matmuls of the MoE layers have no float64 kernel
+    config = getattr(transformers, config_class)(**COMMON, **arguments, experts_implementation="eager")
+    # Initialised in float32, computed in float64: see `tests/numerics.py`
+    model = getattr(transformers, model_class)(config).eval().to(MODEL_DTYPE)
+    return _set_generation_config(model)
+
+
+@cache
+def _assistant(name, kind):
+    """A tiny Llama sharing the vocabulary of the main model `name`: random, or with its embeddings and head."""
+    torch.manual_seed(1)
+    config = LlamaConfig(**COMMON, **ATTENTION, tie_word_embeddings=False)
+    model = LlamaForCausalLM(config).eval().to(MODEL_DTYPE)
+    if kind == "shared":
+        main_model = _main_model(name)
+        with torch.no_grad():
+            model.get_input_embeddings().weight.copy_(main_model.get_input_embeddings().weight)
+            model.get_output_embeddings().weight.copy_(main_model.get_output_embeddings().weight)
+    return _set_generation_config(model)
+
+
+def _input_ids():
+    generator = torch.Generator().manual_seed(PROMPT_LENGTH)
+    return torch.randint(3, VOCAB_SIZE, (1, PROMPT_LENGTH), generator=generator)
+
+
+@cache
+def _greedy(name):
+    """Plain greedy decoding (no recording, no rollback), checked to have no near-tie."""
+    output = _main_model(name).generate(
+        _input_ids(), do_sample=False, max_new_tokens=MAX_NEW_TOKENS, return_dict_in_generate=True, output_logits=True
+    )
+    assert_no_near_tie(output.logits, f"of {name}")
+    return output.sequences
+
+
+def _fresh_cache(model, input_ids):
+    """The cache after one forward pass of `model` over `input_ids`: what a rolled-back cache must equal."""
+    cache = DynamicCache(config=model.config)
+    with torch.no_grad():
+        model(input_ids, cache=cache, use_cache=True)
+    return cache
+
+
+def _assert_close(actual, expected, msg):
+    if actual.dtype == expected.dtype == MODEL_DTYPE:
+        assert_states_close(actual, expected, msg)
+    else:
+        # Some models keep their recurrent states in float32 whatever the model dtype
+        assert actual.dtype == expected.dtype, (msg, actual.dtype, expected.dtype)
+        torch.testing.assert_close(actual, expected, rtol=0, atol=cross_path_atol(expected), msg=msg)
+
+
+def _compare_caches(actual, expected):
+    """Every layer of `actual` against a fresh `expected`; returns the mismatches (messages), empty if none."""
+    mismatches = []
+
+    def check(condition_or_tensors, what):
+        if not isinstance(condition_or_tensors, tuple):
+            if not condition_or_tensors:
+                mismatches.append(what)
+            return
+        state, fresh = condition_or_tensors
+        try:
+            _assert_close(state, fresh, what)
+        except AssertionError:
+            if state.shape != fresh.shape:
+                mismatches.append(f"{what}: shape {tuple(state.shape)} != {tuple(fresh.shape)}")
+            else:
+                difference = (state.double() - fresh.double()).abs().max().item()
+                mismatches.append(f"{what}: max |diff| {difference:.2e} > atol {cross_path_atol(fresh):.1e}")
+
+    check(
+        int(actual.get_seq_length()) == int(expected.get_seq_length()),
+        f"get_seq_length(): {int(actual.get_seq_length())} != {int(expected.get_seq_length())}",
+    )
+    check(len(actual.layers) == len(expected.layers), "number of layers")
+    for layer_idx, (layer, fresh) in enumerate(zip(actual.layers, expected.layers)):
+        where = f"layer {layer_idx} ({type(layer).__name__})"
+        check(
+            int(layer.get_seq_length()) == int(fresh.get_seq_length()),
+            f"{where}: get_seq_length() {int(layer.get_seq_length())} != {int(fresh.get_seq_length())}",
+        )
+        if isinstance(fresh, LinearAttentionCacheLayerMixin):
+            check(
+                int(layer.cumulative_length_linear) == int(fresh.cumulative_length_linear),
+                f"{where}: cumulative_length_linear {int(layer.cumulative_length_linear)} != "
+                f"{int(fresh.cumulative_length_linear)}",
+            )
+            for state_idx in range(fresh.number_of_states):
+                if fresh.is_conv_states_initialized[state_idx]:
+                    kernel_size = fresh.conv_kernel_size[state_idx]
+                    check(
+                        (layer.conv_states[state_idx][..., -kernel_size:], fresh.conv_states[state_idx]),
+                        f"{where}: conv states {state_idx}",
+                    )
+                if fresh.is_recurrent_states_initialized[state_idx]:
+                    check(
+                        (layer.recurrent_states[state_idx], fresh.recurrent_states[state_idx]),
+                        f"{where}: recurrent states {state_idx}",
+                    )
+        if isinstance(fresh, CacheLayerMixin) and fresh.is_initialized:
+            for name in ("keys", "values"):
+                check((getattr(layer, name), getattr(fresh, name)), f"{where}: {name}")
+    return mismatches
+
+
+class _MainCacheSpy:
+    """
+    Checks the main cache after every round without changing what `generate` does: `prepare_inputs_for_generation`
+    of the main model is wrapped to see the full candidate sequence of each verification forward pass, a forward
+    pre-hook finds the main cache, and `Cache.crop` is wrapped: it calls the original, then compares the main cache
+    with a fresh one over the tokens kept (the candidate sequence without the removed tokens).
+    """
+
+    def __init__(self, model, prompt_length):
+        self.model = model
+        self.length = prompt_length  # of `input_ids` before the current round
+        self.candidate_ids = None
+        self.main_cache = None
+        self.checking = False
+        self.rounds = []  # per round: (number of drafts, number rejected, mismatches)
+
+    def __enter__(self):
+        spy, model = self, self.model
+        self._original_crop = Cache.__dict__["crop"]
+        original_crop = self._original_crop
+        original_prepare = model.prepare_inputs_for_generation
+
+        def spy_prepare_inputs_for_generation(input_ids, *args, **kwargs):
+            if not spy.checking:
+                spy.candidate_ids = input_ids.clone()
+            return original_prepare(input_ids, *args, **kwargs)
+
+        def spy_crop(cache, tokens_to_remove):
+            original_crop(cache, tokens_to_remove)
+            if cache is not spy.main_cache or spy.checking:
+                return
+            rejected = -tokens_to_remove
+            drafts = spy.candidate_ids.shape[-1] - spy.length
+            kept = spy.candidate_ids[:, : spy.candidate_ids.shape[-1] - rejected]
+            spy.checking = True
+            try:
+                mismatches = _compare_caches(cache, _fresh_cache(model, kept))
+            finally:
+                spy.checking = False
+            spy.rounds.append((drafts, rejected, mismatches))
+            spy.length = kept.shape[-1] + 1
+
+        def spy_forward(module, args, kwargs):
+            if not spy.checking and spy.main_cache is None:
+                spy.main_cache = kwargs.get("cache")
+
+        model.prepare_inputs_for_generation = spy_prepare_inputs_for_generation
+        Cache.crop = spy_crop
+        self._hook = model.register_forward_pre_hook(spy_forward, with_kwargs=True)
+        return self
+
+    def __exit__(self, *exc_info):
+        Cache.crop = self._original_crop
+        del self.model.prepare_inputs_for_generation
+        self._hook.remove()
+        return False
+
+
+def _generate(name, mode):
+    model = _main_model(name)
+    kwargs = dict(MODES[mode])
+    if "assistant" in kwargs:
+        assistant = _set_generation_config(
+            _assistant(name, kwargs.pop("assistant")), kwargs.pop("num_assistant_tokens_schedule")
+        )
+        kwargs["assistant_model"] = assistant
+    with _MainCacheSpy(model, PROMPT_LENGTH) as spy:
+        sequences = model.generate(_input_ids(), do_sample=False, max_new_tokens=MAX_NEW_TOKENS, **kwargs)
+    return sequences, spy
+
+
+@require_torch
+class HybridMainModelAssistedGenerationTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        # The models are tiny: intra-op threads only add synchronisation overhead
+        cls._num_threads = set_test_threads()
+
+    @classmethod
+    def tearDownClass(cls):
+        torch.set_num_threads(cls._num_threads)
+
+    def assertRoundsRight(self, sequences, spy, name, mode):
+        problems = []
+        if sequences.tolist() != _greedy(name).tolist():
+            problems.append(f"tokens differ from greedy:\n  {sequences.tolist()}\n  {_greedy(name).tolist()}")
+        # The first round that fails is the one to read: later ones may only inherit its wrong states
+        for round_idx, (drafts, rejected, mismatches) in enumerate(spy.rounds, start=1):
+            if mismatches:
+                problems.append(f"round {round_idx} ({rejected}/{drafts} drafts rejected): " + "; ".join(mismatches))
+        if problems:
+            self.fail("\n".join(problems))
+        rounds = [(drafts, rejected) for drafts, rejected, _ in spy.rounds]
+        self.assertGreaterEqual(len(rounds), 3, "expected several rounds")
+        self.assertTrue(any(drafts > 0 for drafts, _ in rounds), f"no drafts: {rounds}")
+        if mode.startswith("random"):
+            # A random assistant: its drafts are nearly always all rejected (the main cache goes back to the state
+            # before the verification forward pass)
+            self.assertTrue(
+                any(drafts > 0 and rejected == drafts for drafts, rejected in rounds),
+                f"no round rejected every draft: {rounds}",
+            )
+
+    @parameterized.expand([(name, mode) for name in MAIN_MODELS for mode in MODES])
+    def test_matches_greedy_and_main_cache_equals_fresh_forward_after_every_round(self, name, mode):
+        sequences, spy = _generate(name, mode)
+        self.assertRoundsRight(sequences, spy, name, mode)
+
+    @parameterized.expand([(mode,) for mode in ("random_constant", "prompt_lookup")])
+    def test_harness_on_attention_only_main_model(self, mode):
+        # Passes on stock too: the spy and the fresh forward pass compare like with like
+        sequences, spy = _generate("llama", mode)
+        self.assertRoundsRight(sequences, spy, "llama", mode)
