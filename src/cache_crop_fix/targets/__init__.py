@@ -60,10 +60,17 @@ class Target:
 
 
 def _load_targets() -> tuple[Target, ...]:
-    from . import v5_14, v5_24
+    """Every module of this package that defines a `TARGET`: adding a release line is adding a table here."""
+    import importlib
+    import pkgutil
 
-    # Upstream `main` first: its stack is the one that is reviewed first, the 5.14 one is its backport
-    return (v5_24.TARGET, v5_14.TARGET)
+    found = []
+    for module_info in pkgutil.iter_modules(__path__):
+        module = importlib.import_module(f"{__name__}.{module_info.name}")
+        if isinstance(getattr(module, "TARGET", None), Target):
+            found.append(module.TARGET)
+    # Upstream `main` (the newest line) first: its stack is the one that is reviewed first, the others are backports
+    return tuple(sorted(found, key=lambda target: Version(target.sdist_version), reverse=True))
 
 
 TARGETS: tuple[Target, ...] = _load_targets()

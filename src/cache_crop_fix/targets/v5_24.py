@@ -1,4 +1,4 @@
-"""The `main` target: the fix for transformers 5.24.x, where `crop(tokens_to_remove)` removes that many tokens (#47720).
+"""The 5.24 backport: the fix for transformers 5.24.x (upstream `main` until 5.25.0), where `crop(tokens_to_remove)` removes that many tokens (#47720).
 
 On this line the semantics of 5.24 are kept for correct calls (`crop(-k)` removes the last `k` tokens, `crop(0)`
 removes none, positive values raise), and the rest of the contract holds everywhere: removals are clamped, every layer
@@ -203,11 +203,12 @@ FINGERPRINTS: dict[str, frozenset[str]] = {
 
 TARGET = Target(
     name="v5_24",
-    label="5.24 main line",
+    label="5.24 backport",
     versions=">=5.24.0,<5.25",
     sdist_version="5.24.0",
     steps=STEPS,
     seed_lengths=(3, 0),  # 5.24: `crop(0)` removes nothing
     fingerprints=FINGERPRINTS,
     related=RELATED,
+    backport_of="v5_25",
 )

@@ -1,0 +1,312 @@
+# Step 2 of the fix for transformers 5.25.x, in `transformers/cache_utils.py`: linear attention layers roll back through
+# the per-token recurrent-state history of 5.25 (`activate_past_recording(recurrent_states_to_keep=N)`) exactly, or
+# refuse before anything changes.
+#
+# The history of a state is a list whose element `-k` is the recurrent state after removing the last `k` tokens. A
+# forward of `L` tokens hands over the states after its last `M = min(N, L)` tokens; the state from before the forward is
+# a rollback point only when `M == L` (otherwise the tokens in between have no state), so a layer counts the tokens of
+# each forward on the host (no device sync) to know. The history keeps at most `N` states per recurrent state.
+#
+# Each class below is named like the upstream class it changes and holds only the methods this step adds or replaces;
+# the patcher installs them on the upstream classes at runtime and the exporter transplants them into upstream's file.
+# The classes here are never instantiated.
+from typing import TYPE_CHECKING
+
+import torch
+
+
+if TYPE_CHECKING:
+    # Names that the upstream module binds and our methods use (at runtime they run with its globals)
+    from transformers.cache_utils import (
+        DynamicLayer,
+        DynamicSlidingWindowLayer,
+        LinearAttentionLayer,
+        StaticLayer,
+        StaticSlidingWindowLayer,
+    )
+
+
+class LinearAttentionCacheLayerMixin:
+    def __init__(self, number_of_states: int = 1, **kwargs):
+        self.number_of_states = number_of_states
+        # We allow to have an arbitrary number of cached states inside a single layer
+        self.conv_states: dict[int, torch.Tensor | None] = dict.fromkeys(range(number_of_states))
+        self.recurrent_states: dict[int, torch.Tensor | None] = dict.fromkeys(range(number_of_states))
+        self.is_conv_states_initialized = dict.fromkeys(range(number_of_states), False)
+        self.is_recurrent_states_initialized = dict.fromkeys(range(number_of_states), False)
+        self.has_previous_state = dict.fromkeys(range(number_of_states), False)
+        self.conv_kernel_size = dict.fromkeys(range(number_of_states))
+        # We name it differently than attention cache so that hybrid linear+full attention layers do not collide on it
+        self.cumulative_length_linear = torch.tensor(0, dtype=int)
+        # The same count on the host, to know it without a device sync, and the count each recurrent state is at
+        self.num_tokens_linear = 0
+        self.recurrent_states_num_tokens = dict.fromkeys(range(number_of_states), 0)
+        self.device = None
+        self.dtype = None
+        self.record_past = False
+        self.recurrent_states_to_keep = None
+        # One list per state (`dict.fromkeys(..., [])` would share a single list between them)
+        self.recurrent_states_history = {i: [] for i in range(number_of_states)}
+
+    @property
+    def is_croppable(self) -> bool:
+        """
+        Whether `crop` can put this layer back as it was: only while it records its past (see `activate_past_recording`),
+        since the conv states before the last `conv_kernel_size` tokens and the previous recurrent states are dropped
+        otherwise.
+        """
+        return self.record_past
+
+    def reset(self) -> None:
+        """Resets the cache values while preserving the objects"""
+        self.cumulative_length_linear.zero_()
+        self.num_tokens_linear = 0
+        for i in range(self.number_of_states):
+            if self.is_conv_states_initialized[i]:
+                self.conv_states[i].zero_()
+            if self.is_recurrent_states_initialized[i]:
+                self.recurrent_states[i].zero_()
+            self.has_previous_state[i] = False
+            self.recurrent_states_num_tokens[i] = 0
+            # A state of the previous sequence must never be restored
+            self.recurrent_states_history[i].clear()
+
+    def reorder_cache(self, beam_idx: torch.LongTensor):
+        """Reorders the cache for beam search, given the selected beam indices."""
+        for i in range(self.number_of_states):
+            if self.is_conv_states_initialized[i]:
+                self.conv_states[i] = self.conv_states[i].index_select(0, beam_idx.to(self.device))
+            # recurrent_states can stay empty sometimes, see e.g. lfm2 which only uses the conv_states
+            if self.is_recurrent_states_initialized[i]:
+                self.recurrent_states[i] = self.recurrent_states[i].index_select(0, beam_idx.to(self.device))
+            history = self.recurrent_states_history[i]
+            history[:] = [state.index_select(0, beam_idx.to(self.device)) for state in history]
+
+    def activate_past_recording(self, recurrent_states_to_keep: int | None = None):
+        """
+        Calling this function will activate past state recording, meaning that a call to `update_conv_states` will
+        wait for a call to `crop` before restricting the size of the `conv_states` to `conv_kernel_size`, to be able
+        to retrieve previous full states.
+        If `recurrent_states_to_keep` is provided, the recurrent states for the last `recurrent_states_to_keep` steps will be recorded,
+        so that up to `recurrent_states_to_keep` tokens can be removed (e.g. `N + 1` to reject all `N` draft tokens of a verification
+        `forward`). This keeps up to `recurrent_states_to_keep` copies of each recurrent state. Calling it again changes that number and
+        keeps the states recorded so far; without it, the number set before is kept (1 if none was). The history
+        is trimmed to the new number at the next update.
+        """
+        if recurrent_states_to_keep is None:
+            recurrent_states_to_keep = self.recurrent_states_to_keep or 1
+        self.record_past = True
+        self.recurrent_states_to_keep = recurrent_states_to_keep
+
+    def _tokens_to_crop(self, tokens_to_remove: int) -> int:
+        """
+        Returns how many tokens `crop(tokens_to_remove)` removes from this layer (at most all of them), or raises, before
+        anything changes, if its states cannot be put back exactly as they were before those tokens.
+        """
+        if tokens_to_remove > 0:
+            raise RuntimeError(
+                "Linear attention layers can only be cropped by passing a negative int, to specify how many tokens to remove"
+            )
+        num_tokens = self.num_tokens_linear
+        tokens_to_remove = min(-tokens_to_remove, num_tokens)
+        # Removing nothing or everything is always possible
+        if tokens_to_remove in (0, num_tokens):
+            return tokens_to_remove
+        for i in range(self.number_of_states):
+            # The conv states hold the last `conv_states.shape[-1]` tokens (zeros before the first one): the `conv_kernel_size`
+            # tokens before the kept ones must be among them
+            if self.is_conv_states_initialized[i]:
+                stored = self.conv_states[i].shape[-1]
+                if tokens_to_remove > stored - self.conv_kernel_size[i] and num_tokens > stored:
+                    available, what = stored - self.conv_kernel_size[i], "conv states"
+                    raise ValueError(self._crop_refusal(i, what, tokens_to_remove, available))
+            if self.is_recurrent_states_initialized[i] and len(self.recurrent_states_history[i]) < tokens_to_remove:
+                available, what = len(self.recurrent_states_history[i]), "recurrent states"
+                raise ValueError(self._crop_refusal(i, what, tokens_to_remove, available))
+        return tokens_to_remove
+
+    def _crop_refusal(self, state_idx: int, what: str, tokens_to_remove: int, available: int) -> str:
+        return (
+            f"Cannot remove {tokens_to_remove} of the {self.num_tokens_linear} tokens of a `{self.__class__.__name__}`: its "
+            f"{what} (state {state_idx}) can only be rolled back by {max(available, 0)} token(s), the ones recorded since the "
+            "last `crop` (call `activate_past_recording(recurrent_states_to_keep=n)` before the tokens to remove are added, "
+            "with `n` at least the number of tokens to remove). All of them can be removed (`crop(-cache.get_seq_length())`)."
+        )
+
+    def crop(self, tokens_to_remove: int):
+        """
+        Remove the last `-tokens_to_remove` tokens from this layer (at most all of them): the conv states recorded since
+        `activate_past_recording` are cut, and the recurrent states are restored from the history. It raises, before anything
+        changes, if the states cannot be put back exactly. After a crop, the states are back to their minimal working size:
+        the conv states to `conv_kernel_size`, and the history is emptied, so another partial crop needs another update first.
+        """
+        tokens_to_remove = self._tokens_to_crop(tokens_to_remove)
+        # Removing every token starts a new sequence
+        if tokens_to_remove > 0 and tokens_to_remove == self.num_tokens_linear:
+            LinearAttentionCacheLayerMixin.reset(self)
+            return
+        # Update the length (`crop(0)`, which `generate` calls after every step, changes no tensor)
+        if tokens_to_remove > 0:
+            self.cumulative_length_linear.sub_(tokens_to_remove)
+            self.num_tokens_linear -= tokens_to_remove
+        for i in range(self.number_of_states):
+            if self.is_conv_states_initialized[i] and (
+                tokens_to_remove > 0 or self.conv_states[i].shape[-1] != self.conv_kernel_size[i]
+            ):
+                # This both crops the last `tokens_to_remove`, and restricts the size to `conv_kernel_size` as we never
+                # need more for the next forward (a prefill shorter than the kernel is padded as `update_conv_state` would)
+                conv_states = self.conv_states[i][..., : self.conv_states[i].shape[-1] - tokens_to_remove]
+                conv_states = conv_states[..., -self.conv_kernel_size[i] :]
+                padding_length = self.conv_kernel_size[i] - conv_states.shape[-1]
+                self.conv_states[i] = torch.nn.functional.pad(conv_states, (padding_length, 0), value=0)
+            # Restore the recurrent states (if they exist, as recurrent state is optional), in place to keep their address
+            if self.is_recurrent_states_initialized[i] and tokens_to_remove > 0:
+                self.recurrent_states[i].copy_(self.recurrent_states_history[i][-tokens_to_remove])
+            self.recurrent_states_num_tokens[i] = self.num_tokens_linear
+            # Drop all the history
+            self.recurrent_states_history[i].clear()
+
+    def increase_count(self, state_idx: int):
+        """
+        Since the conv states are sometimes updated in-place without any call to the cache, we need this helper to keep the token
+        count correct.
+        """
+        if state_idx == 0:
+            self.cumulative_length_linear.add_(1)
+            self.num_tokens_linear += 1
+
+
+class LinearAttentionLayer:
+    def update_conv_state(
+        self, conv_states: torch.Tensor, state_idx: int = 0, conv_kernel_size: int | None = None, **kwargs
+    ) -> torch.Tensor:
+        """
+        Update the linear attention cache in-place, and return the necessary conv states.
+
+        Args:
+            conv_states (`torch.Tensor`): The new conv states to cache.
+
+        Returns:
+            `torch.Tensor`: The updated conv states.
+        """
+        # Lazy initialization
+        if not self.is_conv_states_initialized[state_idx]:
+            self.lazy_initialization(conv_states=conv_states, state_idx=state_idx, conv_kernel_size=conv_kernel_size)
+
+        # Add the current sequence length, also on the host to know it without a device sync
+        if state_idx == 0:
+            self.cumulative_length_linear.add_(conv_states.shape[-1])
+            self.num_tokens_linear += conv_states.shape[-1]
+
+        # This is prefill, simply pad the conv_states if necessary
+        if not self.has_previous_state[state_idx]:
+            full_conv_states = conv_states
+            self.has_previous_state[state_idx] = True
+            # In this case, need to pad it to fit the conv_kernel_size
+            if not self.record_past and full_conv_states.shape[-1] < self.conv_kernel_size[state_idx]:
+                padding_length = self.conv_kernel_size[state_idx] - full_conv_states.shape[-1]
+                full_conv_states = torch.nn.functional.pad(full_conv_states, (padding_length, 0), value=0)
+        # We need to return the concatenation of the current state and the full new one so that the causal conv can see the
+        # correct left context - however we usually cache only the last part
+        else:
+            full_conv_states = torch.cat([self.conv_states[state_idx], conv_states], dim=-1)
+
+        # Usually, keep only the last `conv_kernel_size` tokens
+        if not self.record_past:
+            # Copy instead of assigning to keep the static address
+            self.conv_states[state_idx].copy_(full_conv_states[..., -self.conv_kernel_size[state_idx] :])
+        # If we need to record the past, keep the full states for now to be able to rollback later (padded to the kernel size,
+        # so that the tokens recorded are the ones after the first `conv_kernel_size`)
+        else:
+            padding_length = max(self.conv_kernel_size[state_idx] - full_conv_states.shape[-1], 0)
+            self.conv_states[state_idx] = torch.nn.functional.pad(full_conv_states, (padding_length, 0), value=0)
+
+        # Return full states no matter what
+        return full_conv_states
+
+    def update_recurrent_state(
+        self, recurrent_states: torch.Tensor | list[torch.Tensor], state_idx: int = 0, **kwargs
+    ) -> torch.Tensor:
+        """
+        Update the linear attention cache in-place, and return the necessary recurrent states.
+
+        Args:
+            recurrent_states (`torch.Tensor` or `list[torch.Tensor]`): If a single Tensor, the last recurrent state to cache.
+            If a list of torch.Tensor, corresponds to the last `N = len(recurrent_states)` recurrent states during a `forward`
+            with several tokens (usually prefill), to be able to correctly `crop` this layer later on.
+
+        Returns:
+            `torch.Tensor`: The updated last recurrent states.
+        """
+        if not self.is_recurrent_states_initialized[state_idx]:
+            self.lazy_initialization(recurrent_states=recurrent_states, state_idx=state_idx)
+
+        # It can either be a Tensor or a list, independently of `record_past`
+        history, last_state = [], recurrent_states
+        if not isinstance(recurrent_states, torch.Tensor):
+            history, last_state = list(recurrent_states[:-1]), recurrent_states[-1]
+
+        # The number of tokens of this forward, counted by the conv states (unknown for layers without conv states)
+        num_new_tokens = self.num_tokens_linear - self.recurrent_states_num_tokens[state_idx]
+        self.recurrent_states_num_tokens[state_idx] = self.num_tokens_linear
+
+        # In this case, save the history
+        if self.record_past:
+            states_history = self.recurrent_states_history[state_idx]
+            # The state from before this forward is a rollback point only if every token after it has its state: otherwise the
+            # tokens in between cannot be rolled back to, nor can the older states be reached
+            if not self.is_conv_states_initialized[0] or num_new_tokens == len(history) + 1:
+                # Note that we need to clone since the recurrent state will be updated in-place
+                history = [self.recurrent_states[state_idx].clone()] + history
+            else:
+                states_history.clear()
+            # Note that we extend instead of assigning, as some assisted decoding methods may call several `forward` in a row before `crop`
+            states_history.extend(history)
+            # Keep at most `recurrent_states_to_keep` states: memory stays bounded between two crops
+            del states_history[: max(len(states_history) - self.recurrent_states_to_keep, 0)]
+
+        # Note that we copy instead of assigning, to preserve the static address for cudagraphs
+        self.recurrent_states[state_idx].copy_(last_state)
+        return self.recurrent_states[state_idx]
+
+
+class LinearAttentionAndFullAttentionLayer:
+    def crop(self, tokens_to_remove: int) -> None:
+        # The linear attention part checks it can be cropped before anything changes; the attention part always can
+        LinearAttentionLayer.crop(self, tokens_to_remove)
+        DynamicLayer.crop(self, tokens_to_remove)
+
+
+class LinearAttentionAndSlidingWindowAttentionLayer:
+    def crop(self, tokens_to_remove: int) -> None:
+        # Check both parts before cropping either: the sliding window part can only be cropped once the window is full if it
+        # recorded its past
+        if tokens_to_remove < 0 and self.get_seq_length() >= self.sliding_window and not self.record_past:
+            raise RuntimeError(
+                "`crop` was called, but the current layer does not track past states, and the sliding window size was already "
+                "reached. Call `activate_past_recording` before `crop` to be able to rollback the cache."
+            )
+        LinearAttentionLayer.crop(self, tokens_to_remove)
+        DynamicSlidingWindowLayer.crop(self, tokens_to_remove)
+
+
+class LinearAttentionAndStaticFullAttentionLayer:
+    def crop(self, tokens_to_remove: int) -> None:
+        LinearAttentionLayer.crop(self, tokens_to_remove)
+        StaticLayer.crop(self, tokens_to_remove)
+
+
+class LinearAttentionAndStaticSlidingWindowAttentionLayer:
+    @property
+    def is_croppable(self) -> bool:
+        """Whether `crop` can put this layer back as it was: both parts must be able to."""
+        return LinearAttentionLayer.is_croppable.fget(self) and StaticSlidingWindowLayer.is_croppable.fget(self)
+
+    def crop(self, tokens_to_remove: int) -> None:
+        if tokens_to_remove < 0 and not StaticSlidingWindowLayer.is_croppable.fget(self):
+            raise RuntimeError(
+                f"Cannot crop a `{self.__class__.__name__}` whose static sliding window (`max_cache_len` > `sliding_window`) may "
+                "have evicted the states to restore. Use a `max_cache_len` of at most the sliding window to be able to crop it."
+            )
+        LinearAttentionLayer.crop(self, tokens_to_remove)
+        StaticSlidingWindowLayer.crop(self, tokens_to_remove)

@@ -1,0 +1,134 @@
+"""The `main` target: the fix for transformers 5.25.x, upstream `main` since 2026-12-01.
+
+5.25 rolls linear-attention (hybrid, SSM) layers back through a per-token recurrent-state history
+(`activate_past_recording(recurrent_states_to_keep=N)`) and lets hybrid main models use assisted decoding. This stack
+keeps that design and its `crop` semantics (`crop(-k)` removes the last `k` tokens, `crop(0)` removes none, positive
+values raise) and makes the rollback exact: removals are clamped, the history holds exactly the states a rollback needs,
+and a layer that cannot be put back as it was refuses before anything changes.
+"""
+
+from . import Step, Target
+
+
+RELATED = (
+    "- 5.25 made linear attention layers croppable through a per-token recurrent-state history; this stack keeps that "
+    "design and fixes what it restores.\n"
+    "- #49036: linear-attention recurrent states were never rolled back (5.24); 5.25 rolls them back, exactly with "
+    "this stack.\n"
+    "- #47977 (open) clamps oversized removals in `DynamicLayer` only; the first PR covers every layer type.\n"
+    "- The 5.24 and 5.14 backports of the fix are separate stacks."
+)
+
+CLAMP_REPRODUCTION = """\
+```python
+import torch
+from transformers.cache_utils import DynamicSlidingWindowLayer, StaticLayer
+layer = DynamicSlidingWindowLayer(sliding_window=4)
+layer.update(torch.ones(1, 1, 3, 1), torch.ones(1, 1, 3, 1))
+layer.crop(-5)
+print(layer.cumulative_length)  # 5.25.0: -2. With this PR: 0
+layer = StaticLayer(max_cache_len=8)
+layer.update(torch.ones(1, 1, 3, 1), torch.ones(1, 1, 3, 1), {"cache_position": torch.arange(3)})
+layer.crop(-5)
+print(layer.get_seq_length())  # 5.25.0: tensor(-2). With this PR: tensor(0)
+```"""
+
+HISTORY_REPRODUCTION = """\
+```python
+import torch
+from transformers.cache_utils import LinearAttentionLayer
+layer = LinearAttentionLayer()
+layer.activate_past_recording(recurrent_states_to_keep=2)  # assisted decoding: N = 2 drafts
+states = [torch.full((1, 1), float(t)) for t in range(1, 4)]  # the state after each of 3 tokens
+layer.update_conv_state(torch.zeros(1, 1, 3), conv_kernel_size=2)
+layer.update_recurrent_state(states[-2:])  # the model hands over the last N per-token states
+layer.crop(-2)  # every draft rejected: back to the state after the first token
+print(layer.recurrent_states[0])  # 5.25.0: tensor([[0.]]) (the state before the forward). With this PR: tensor([[1.]])
+```"""
+
+STEPS = (
+    Step(
+        "step1_clamp",
+        "1-clamp",
+        "Clamp oversized `crop` removals on every attention cache layer",
+        tests=("CropClampTest",),
+        summary=(
+            "Removing more tokens than a layer holds is what a full rollback does (`crop(-cache.get_seq_length())` "
+            "when layers differ in length), but only `DynamicLayer` handles it: `DynamicSlidingWindowLayer` and the "
+            "static layers drive their counters negative, and the next `update` writes at a negative position.\n\n"
+            + CLAMP_REPRODUCTION
+            + "\n\nEach layer now clamps the removal to what it holds. The static counters stay sync-free: they move "
+            "in place (`sub_` then `clamp_(min=0)`), so `generate`'s `crop` still never waits for the device."
+        ),
+        behaviour_changes=(
+            "Removing more tokens than a layer holds empties it (sliding-window and static counters went negative).",
+        ),
+    ),
+    Step(
+        "step2_history",
+        "2-history",
+        "Restore the right recurrent states when cropping linear attention layers",
+        tests=("LinearAttentionHistoryTest", "AssistedDecodingStatesTest"),
+        summary=(
+            "5.25 rolls linear attention layers back through the per-token states the models hand over "
+            "(`recurrent_states_to_keep`), but restores the wrong one when a forward has more tokens than that "
+            "number: the history then starts with the state from *before* the forward, so `crop(-N)` restores it. "
+            "Assisted decoding verifies `N + 1` tokens with `N` states, so a round that rejects every draft continues "
+            "from a state that misses the last accepted token (on the first round, an all-zero state).\n\n"
+            + HISTORY_REPRODUCTION
+            + "\n\nThe layer counts the tokens of each forward on the host (no device sync) and keeps the state from "
+            "before it only when it is adjacent to the per-token states; the history keeps at most "
+            "`recurrent_states_to_keep` states per state (one list per state), is cleared by `reset`, and is restored "
+            "in place. `crop` clamps, and refuses before changing anything what it cannot undo; removing every token "
+            "resets the layer. Assisted decoding records `candidate_length + 1` states each round (the heuristic "
+            "schedule drafts more than the first round did), and so does the assistant for its drafts. The static "
+            "hybrid layers crop their attention part too."
+        ),
+        behaviour_changes=(
+            "Linear attention layers restore the state after the kept tokens, or raise a `ValueError` before anything "
+            "changes; removing every token resets them.",
+            "`is_croppable` of linear attention layers is `True` only while they record their past.",
+            "`activate_past_recording()` without `recurrent_states_to_keep` keeps the number set before (1 if none).",
+        ),
+    ),
+)
+
+# The upstream methods the overlay replaces: `patcher.source_fingerprint` of their source. If the installed source
+# differs, the method changed upstream and the fix refuses to install. Regenerate with
+# `python -m cache_crop_fix fingerprints`.
+# Read from transformers 5.25.0
+FINGERPRINTS: dict[str, frozenset[str]] = {
+    "transformers.cache_utils.DynamicIndexedLayer.crop": frozenset({"2809f6f48a5dafed"}),
+    "transformers.cache_utils.DynamicLayer.crop": frozenset({"2a23d79eb17fe0e1"}),
+    "transformers.cache_utils.DynamicSlidingWindowLayer.crop": frozenset({"4828691c691ceb3e"}),
+    "transformers.cache_utils.LinearAttentionAndFullAttentionLayer.crop": frozenset({"5fd2756561f5b757"}),
+    "transformers.cache_utils.LinearAttentionAndSlidingWindowAttentionLayer.crop": frozenset({"c4b507eab8599be1"}),
+    "transformers.cache_utils.LinearAttentionCacheLayerMixin.__init__": frozenset({"2d9ad4f57910fea6"}),
+    "transformers.cache_utils.LinearAttentionCacheLayerMixin.activate_past_recording": frozenset({"09324b225263d7a0"}),
+    "transformers.cache_utils.LinearAttentionCacheLayerMixin.crop": frozenset({"11f5e340426b90d9"}),
+    "transformers.cache_utils.LinearAttentionCacheLayerMixin.increase_count": frozenset({"b0b2915762ffa2f4"}),
+    "transformers.cache_utils.LinearAttentionCacheLayerMixin.is_croppable": frozenset({"e08a56836349709c"}),
+    "transformers.cache_utils.LinearAttentionCacheLayerMixin.reorder_cache": frozenset({"15ab090498b9cb05"}),
+    "transformers.cache_utils.LinearAttentionCacheLayerMixin.reset": frozenset({"8c92d2e8dac751a5"}),
+    "transformers.cache_utils.LinearAttentionLayer.update_conv_state": frozenset({"447593539da01284"}),
+    "transformers.cache_utils.LinearAttentionLayer.update_recurrent_state": frozenset({"a3602356e5605e30"}),
+    "transformers.cache_utils.StaticIndexedLayer.crop": frozenset({"b2bd645bcb89e37f"}),
+    "transformers.cache_utils.StaticLayer.crop": frozenset({"3765188a4ed38cf6"}),
+    "transformers.cache_utils.StaticSlidingWindowLayer.crop": frozenset({"08845cd2cd669ff7"}),
+    "transformers.generation.candidate_generator.AssistedCandidateGenerator._update_past_and_masks": frozenset(
+        {"f79f4f17fa1a9f47"}
+    ),
+    "transformers.generation.utils.GenerationMixin._assisted_decoding": frozenset({"ceaaa272a1ca9c68"}),
+}
+
+
+TARGET = Target(
+    name="v5_25",
+    label="5.25 main line",
+    versions=">=5.25.0,<5.26",
+    sdist_version="5.25.0",
+    steps=STEPS,
+    seed_lengths=(3, 0),  # `crop(0)` removes nothing
+    fingerprints=FINGERPRINTS,
+    related=RELATED,
+)
