@@ -3,19 +3,23 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-# The upstream main target (transformers 5.24.x) has its own environment, for its upstream-style tests (tests/v5_24/);
-# .venv holds the 5.14 backport and the development tools
+# Each target has its own environment, for its upstream-style tests (tests/<target>/): .venv holds the 5.14 backport and
+# the development tools, .venv-v5_24 the 5.24 backport, .venv-v5_25 upstream main (transformers 5.25.x)
 VENV_MAIN := .venv-v5_24
 PY_MAIN := $(VENV_MAIN)/bin/python
 STAMP_MAIN := $(VENV_MAIN)/.installed
+VENV_25 := .venv-v5_25
+PY_25 := $(VENV_25)/bin/python
+STAMP_25 := $(VENV_25)/.installed
 # The end-to-end tests that compare numbers computed along two kernel paths; `make test` also runs them on the portable
 # kernels (ATEN_CPU_CAPABILITY=default), so that a comparison that holds only on this CPU's kernels fails here
 NUMERIC_TESTS := tests/test_generation.py tests/test_generation_hybrid.py tests/test_call_sites.py
 
-.PHONY: install install-main test test-main test-default-kernels lint style clean branch bench matrix mutate audit
+.PHONY: install install-main install-v5_25 test test-main test-v5_25 test-default-kernels lint style clean branch bench matrix mutate audit
 
 install: $(STAMP)
 install-main: $(STAMP_MAIN)
+install-v5_25: $(STAMP_25)
 
 # uv installs several times faster than pip (measured in README.md); it is bootstrapped with pip and given pip's local
 # wheels and constraint file (utils/uv_pip.py). Should anything in that path fail, pip does the whole install
@@ -42,6 +46,21 @@ $(STAMP_MAIN): requirements-v5_24.txt pyproject.toml setup.py | $(STAMP)
 	  && $(PY_MAIN) -m pip install --quiet --no-deps -e . )
 	touch $(STAMP_MAIN)
 
+# transformers 5.25.0 requires `kernels>=0.19.1,<0.20`, which the package registry of this project's machines does not
+# serve (0.17.2 is the newest there); transformers imports and runs without it, so it is installed with `--no-deps`
+# (requirements-v5_25-nodeps.txt) next to its other requirements (requirements-v5_25.txt)
+$(STAMP_25): requirements-v5_25.txt requirements-v5_25-nodeps.txt pyproject.toml setup.py | $(STAMP)
+	test -x $(PY_25) || $(PYTHON) -m venv $(VENV_25)
+	( [ "$(USE_UV)" = 1 ] && test -x $(VENV)/bin/uv \
+	  && UV=$(VENV)/bin/uv $(PY) utils/uv_pip.py install --quiet --python $(PY_25) -r requirements-v5_25.txt \
+	  && UV=$(VENV)/bin/uv $(PY) utils/uv_pip.py install --quiet --python $(PY_25) --no-deps -r requirements-v5_25-nodeps.txt \
+	  && UV=$(VENV)/bin/uv $(PY) utils/uv_pip.py install --quiet --python $(PY_25) --no-deps -e . ) \
+	|| ( echo "uv install failed: installing with pip" \
+	  && $(PY_25) -m pip install --quiet -r requirements-v5_25.txt \
+	  && $(PY_25) -m pip install --quiet --no-deps -r requirements-v5_25-nodeps.txt \
+	  && $(PY_25) -m pip install --quiet --no-deps -e . )
+	touch $(STAMP_25)
+
 lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
@@ -50,6 +69,7 @@ lint: $(STAMP)
 test: lint
 	$(PY) -m pytest -n auto --dist loadfile
 	$(MAKE) --no-print-directory test-main
+	$(MAKE) --no-print-directory test-v5_25
 	$(MAKE) --no-print-directory test-default-kernels
 
 # The project tests that hold for both targets (each skips what is specific to the other one)
@@ -59,6 +79,13 @@ BOTH_TARGETS_TESTS := tests/test_audit.py $(NUMERIC_TESTS) tests/test_generation
 # that hold for both targets
 test-main: $(STAMP_MAIN)
 	$(PY_MAIN) -m pytest tests/v5_24 $(BOTH_TARGETS_TESTS)
+
+# Upstream main (transformers 5.25): its upstream-style tests with the fix applied, the end-to-end tests of hybrid main
+# models, and the numeric ones again on the portable kernels
+V5_25_TESTS := tests/v5_25 tests/test_generation_main_hybrid.py
+test-v5_25: $(STAMP_25)
+	$(PY_25) -m pytest -n auto --dist loadfile $(V5_25_TESTS)
+	ATEN_CPU_CAPABILITY=default $(PY_25) -m pytest -q $(V5_25_TESTS)
 
 test-default-kernels: $(STAMP)
 	ATEN_CPU_CAPABILITY=default $(PY) -m pytest -q $(NUMERIC_TESTS)

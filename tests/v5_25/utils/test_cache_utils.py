@@ -1,0 +1,226 @@
+# Copyright 2026 The HuggingFace Team. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+import unittest
+import warnings
+from unittest import mock
+
+from parameterized import parameterized
+
+from transformers import is_torch_available
+from transformers.testing_utils import require_torch
+
+
+if is_torch_available():
+    import torch
+
+    from transformers import LlamaConfig, LlamaForCausalLM, Qwen3NextConfig, Qwen3NextForCausalLM
+    from transformers.cache_utils import (
+        Cache,
+        DynamicIndexedLayer,
+        DynamicLayer,
+        DynamicSlidingWindowLayer,
+        LinearAttentionAndFullAttentionLayer,
+        LinearAttentionAndStaticFullAttentionLayer,
+        LinearAttentionLayer,
+        StaticIndexedLayer,
+        StaticLayer,
+        StaticSlidingWindowLayer,
+    )
+
+
+def _tokens(start, length):
+    """Key/value states of `length` tokens, token `p` holding the value `p + 1`."""
+    return torch.arange(start + 1, start + length + 1, dtype=torch.float64).view(1, 1, length, 1)
+
+
+CLAMP_LAYERS = {
+    "dynamic": lambda: DynamicLayer(),
+    "dynamic_sliding": lambda: DynamicSlidingWindowLayer(sliding_window=4),
+    "dynamic_indexed": lambda: DynamicIndexedLayer(),
+    "static": lambda: StaticLayer(max_cache_len=8),
+    "static_sliding": lambda: StaticSlidingWindowLayer(max_cache_len=4, sliding_window=4),
+    "static_indexed": lambda: StaticIndexedLayer(max_cache_len=8),
+}
+
+
+@require_torch
+class CropClampTest(unittest.TestCase):
+    @parameterized.expand([(name, removal) for name in CLAMP_LAYERS for removal in (-4, -(2**70))])
+    def test_oversized_removal_empties_the_layer(self, name, removal):
+        layer = CLAMP_LAYERS[name]()
+        layer.update(_tokens(0, 3), _tokens(0, 3))
+        counter = getattr(layer, "cumulative_length", None)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            layer.crop(removal)
+        self.assertEqual(int(layer.get_seq_length()), 0)
+        if isinstance(counter, torch.Tensor):
+            self.assertIs(layer.cumulative_length, counter)  # a static address, moved in place
+        # The next tokens are stored from the start
+        keys, _ = layer.update(_tokens(10, 2), _tokens(10, 2))
+        self.assertEqual(int(layer.get_seq_length()), 2)
+        self.assertEqual(keys[0, 0, :2, 0].tolist(), [11.0, 12.0])
+
+
+def _recording_layer(recurrent_states_to_keep, **kwargs):
+    layer = LinearAttentionLayer(**kwargs)
+    layer.activate_past_recording(recurrent_states_to_keep=recurrent_states_to_keep)
+    return layer
+
+
+def _forward(layer, start, length, recurrent_states_to_keep, state_idx=0, offset=0.0):
+    """What a model does in a forward of `length` tokens: conv states, then the states after its last tokens (the state
+    after token `p` is `p + 1 + offset`)."""
+    layer.update_conv_state(_tokens(start, length).view(1, 1, length), state_idx=state_idx, conv_kernel_size=2)
+    kept = min(recurrent_states_to_keep, length)
+    states = [torch.full((1, 1), start + p + 1 + offset, dtype=torch.float64) for p in range(length - kept, length)]
+    layer.update_recurrent_state(states if kept > 1 else states[-1], state_idx=state_idx)
+
+
+@require_torch
+class LinearAttentionHistoryTest(unittest.TestCase):
+    @parameterized.expand([(removed,) for removed in (1, 2, 3)])
+    def test_crop_restores_the_state_after_the_kept_tokens(self, removed):
+        # Assisted decoding: 2 drafts, a verification forward of 3 tokens after a prefill of 4
+        layer = _recording_layer(3)
+        _forward(layer, 0, 4, 3)
+        _forward(layer, 4, 3, 3)
+        address = layer.recurrent_states[0].data_ptr()
+        layer.crop(-removed)
+        self.assertEqual(layer.recurrent_states[0].item(), 7 - removed)
+        self.assertEqual(layer.recurrent_states[0].data_ptr(), address)
+        self.assertEqual(int(layer.get_seq_length()), 7 - removed)
+        self.assertEqual(layer.conv_states[0][0, 0].tolist(), [6.0 - removed, 7.0 - removed])
+
+    def test_forward_longer_than_the_states_kept_refuses_what_it_cannot_restore(self):
+        # 3 tokens, 2 per-token states: the state before the forward is not the one after its first token
+        layer = _recording_layer(2)
+        _forward(layer, 0, 4, 2)
+        _forward(layer, 4, 3, 2)
+        with self.assertRaisesRegex(ValueError, "Cannot remove 2 of the 7 tokens of a `LinearAttentionLayer`"):
+            layer.crop(-2)
+        self.assertEqual((layer.recurrent_states[0].item(), int(layer.get_seq_length())), (7.0, 7))
+        layer.crop(-1)
+        self.assertEqual(layer.recurrent_states[0].item(), 6.0)
+
+    def test_each_state_has_its_own_history(self):
+        layer = _recording_layer(3, number_of_states=2)
+        for start, length in ((0, 4), (4, 3)):
+            _forward(layer, start, length, 3, state_idx=0)
+            _forward(layer, start, length, 3, state_idx=1, offset=100.0)
+        layer.crop(-2)
+        self.assertEqual([layer.recurrent_states[i].item() for i in (0, 1)], [5.0, 105.0])
+
+    def test_removing_every_token_or_more_resets_the_layer(self):
+        layer = _recording_layer(3)
+        _forward(layer, 0, 4, 3)
+        layer.crop(-(2**70))
+        self.assertEqual((int(layer.get_seq_length()), layer.recurrent_states[0].item()), (0, 0.0))
+        self.assertFalse(layer.has_previous_state[0])
+        _forward(layer, 0, 2, 3)
+        self.assertEqual(layer.conv_states[0][0, 0].tolist(), [1.0, 2.0])
+
+    def test_a_second_crop_refuses_before_changing_anything(self):
+        layer = _recording_layer(3)
+        _forward(layer, 0, 4, 3)
+        _forward(layer, 4, 3, 3)
+        layer.crop(0)
+        with self.assertRaisesRegex(ValueError, "can only be rolled back by 0 token"):
+            layer.crop(-1)
+        self.assertEqual((int(layer.get_seq_length()), layer.recurrent_states[0].item()), (7, 7.0))
+        self.assertEqual(layer.conv_states[0].shape[-1], 2)
+
+    def test_reset_forgets_the_previous_sequence(self):
+        layer = _recording_layer(3)
+        _forward(layer, 0, 4, 3)
+        layer.reset()
+        _forward(layer, 20, 2, 3)
+        layer.crop(-1)
+        self.assertEqual(layer.recurrent_states[0].item(), 21.0)
+
+    def test_history_is_bounded_and_recording_is_required(self):
+        layer = _recording_layer(3)
+        for start in range(10):
+            _forward(layer, start, 1, 3)
+        self.assertEqual(len(layer.recurrent_states_history[0]), 3)
+        self.assertFalse(LinearAttentionLayer().is_croppable)
+        layer = LinearAttentionLayer()
+        layer.activate_past_recording()
+        self.assertEqual(layer.recurrent_states_to_keep, 1)
+
+    def test_hybrid_layers_crop_both_parts_or_neither(self):
+        for layer in (LinearAttentionAndFullAttentionLayer(), LinearAttentionAndStaticFullAttentionLayer(8)):
+            layer.activate_past_recording(recurrent_states_to_keep=3)
+            layer.update(_tokens(0, 5), _tokens(0, 5))
+            _forward(layer, 0, 5, 3)
+            with self.assertRaises(ValueError):
+                layer.crop(-4)
+            self.assertEqual(int(layer.get_seq_length()), 5)
+            layer.crop(-2)
+            self.assertEqual((int(layer.get_seq_length()), layer.recurrent_states[0].item()), (3, 3.0))
+
+
+@require_torch
+class AssistedDecodingStatesTest(unittest.TestCase):
+    def setUp(self):
+        torch.manual_seed(0)
+        common = {"vocab_size": 32, "hidden_size": 32, "intermediate_size": 37, "num_attention_heads": 2}
+        self.model = Qwen3NextForCausalLM(
+            Qwen3NextConfig(
+                **common,
+                num_hidden_layers=2,
+                num_key_value_heads=1,
+                head_dim=16,
+                layer_types=["linear_attention", "full_attention"],
+                linear_num_value_heads=2,
+                linear_num_key_heads=2,
+                linear_key_head_dim=8,
+                linear_value_head_dim=8,
+                num_experts=0,
+                pad_token_id=0,
+            )
+        ).to(torch.float64)
+        self.assistant = LlamaForCausalLM(LlamaConfig(**common, num_hidden_layers=1, pad_token_id=0))
+        self.assistant = self.assistant.to(torch.float64)
+
+    @parameterized.expand([("constant",), ("heuristic",)])
+    def test_main_cache_holds_the_states_of_the_kept_tokens(self, schedule):
+        self.assistant.generation_config.num_assistant_tokens_schedule = schedule
+        self.assistant.generation_config.num_assistant_tokens = 3
+        self.assistant.generation_config.assistant_confidence_threshold = 0.0  # draft every token
+        input_ids = torch.tensor([[5, 9, 2, 7, 1]])
+        kwargs = {"max_new_tokens": 12, "do_sample": False, "pad_token_id": 0}
+        greedy = self.model.generate(input_ids, **kwargs)
+
+        rollbacks = []
+
+        def crop(cache, tokens_to_remove):
+            original_crop(cache, tokens_to_remove)
+            # The main model's cache (the assistant has no linear attention layer)
+            layer = cache.layers[0]
+            if isinstance(layer, LinearAttentionLayer):
+                rollbacks.append(
+                    (int(cache.get_seq_length()), layer.recurrent_states[0].clone(), layer.conv_states[0])
+                )
+
+        original_crop = Cache.crop
+        with mock.patch.object(Cache, "crop", autospec=True, side_effect=crop):
+            assisted = self.model.generate(input_ids, assistant_model=self.assistant, **kwargs)
+        self.assertEqual(assisted.tolist(), greedy.tolist())
+        self.assertGreater(len(rollbacks), 2)
+        for length, recurrent_states, conv_states in rollbacks:
+            fresh = self.model(greedy[:, :length], use_cache=True).cache.layers[0]
+            torch.testing.assert_close(recurrent_states, fresh.recurrent_states[0])
+            torch.testing.assert_close(conv_states[..., -fresh.conv_states[0].shape[-1] :], fresh.conv_states[0])
