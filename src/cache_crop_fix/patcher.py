@@ -169,10 +169,7 @@ def is_supported_version(version: str) -> bool:
 
 
 def source_fingerprint(obj: object) -> str:
-    """A short hash of a function's source, independent of its indentation, or of a plain value's `repr` (an upstream
-    class attribute that the overlay replaces with a property, e.g. 5.25's `is_croppable = True`)."""
-    if isinstance(obj, (bool, int, float, str, type(None))):
-        return hashlib.sha256(f"value {obj!r}".encode()).hexdigest()[:16]
+    """A short hash of a function's source, independent of its indentation."""
     function = _unwrap(obj)
     source = textwrap.dedent(inspect.getsource(function))
     return hashlib.sha256(source.encode()).hexdigest()[:16]

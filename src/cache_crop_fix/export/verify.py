@@ -197,7 +197,11 @@ def _ensure_dependencies(python: Path, site: Path, venv: Path) -> None:
     ]
     if marker.exists() and marker.read_text().split("\n") == requires:
         return
-    run([python, "-m", "pip", "install", "--quiet", *requires])
+    if run([python, "-m", "pip", "install", "--quiet", *requires], check=False).returncode != 0:
+        # A requirement the package index cannot serve (transformers 5.25 requires `kernels>=0.19.1`, which this project's
+        # machines cannot install; transformers imports and runs without it): install the others one by one
+        for requirement in requires:
+            run([python, "-m", "pip", "install", "--quiet", requirement], check=False)
     marker.write_text("\n".join(requires))
 
 

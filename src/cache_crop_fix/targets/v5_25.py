@@ -43,7 +43,8 @@ states = [torch.full((1, 1), float(t)) for t in range(1, 4)]  # the state after 
 layer.update_conv_state(torch.zeros(1, 1, 3), conv_kernel_size=2)
 layer.update_recurrent_state(states[-2:])  # the model hands over the last N per-token states
 layer.crop(-2)  # every draft rejected: back to the state after the first token
-print(layer.recurrent_states[0])  # 5.25.0: tensor([[0.]]) (the state before the forward). With this PR: tensor([[1.]])
+# 5.25.0: tensor([[0.]]), the state from before the forward, silently. With this PR: a `ValueError` (that state was
+# never handed over), and assisted decoding records `N + 1` states, so that this crop restores tensor([[1.]])
 ```"""
 
 STEPS = (
@@ -87,7 +88,8 @@ STEPS = (
         behaviour_changes=(
             "Linear attention layers restore the state after the kept tokens, or raise a `ValueError` before anything "
             "changes; removing every token resets them.",
-            "`is_croppable` of linear attention layers is `True` only while they record their past.",
+            "`is_croppable` of the static sliding-window hybrid layer is its sliding window's (the linear part's "
+            "class attribute hid it).",
             "`activate_past_recording()` without `recurrent_states_to_keep` keeps the number set before (1 if none).",
         ),
     ),
@@ -98,6 +100,7 @@ STEPS = (
 # `python -m cache_crop_fix fingerprints`.
 # Read from transformers 5.25.0
 FINGERPRINTS: dict[str, frozenset[str]] = {
+    "transformers.cache_utils.Cache.crop": frozenset({"f5ec7ef507b1051e"}),
     "transformers.cache_utils.DynamicIndexedLayer.crop": frozenset({"2809f6f48a5dafed"}),
     "transformers.cache_utils.DynamicLayer.crop": frozenset({"2a23d79eb17fe0e1"}),
     "transformers.cache_utils.DynamicSlidingWindowLayer.crop": frozenset({"4828691c691ceb3e"}),
@@ -107,7 +110,6 @@ FINGERPRINTS: dict[str, frozenset[str]] = {
     "transformers.cache_utils.LinearAttentionCacheLayerMixin.activate_past_recording": frozenset({"09324b225263d7a0"}),
     "transformers.cache_utils.LinearAttentionCacheLayerMixin.crop": frozenset({"11f5e340426b90d9"}),
     "transformers.cache_utils.LinearAttentionCacheLayerMixin.increase_count": frozenset({"b0b2915762ffa2f4"}),
-    "transformers.cache_utils.LinearAttentionCacheLayerMixin.is_croppable": frozenset({"e08a56836349709c"}),
     "transformers.cache_utils.LinearAttentionCacheLayerMixin.reorder_cache": frozenset({"15ab090498b9cb05"}),
     "transformers.cache_utils.LinearAttentionCacheLayerMixin.reset": frozenset({"8c92d2e8dac751a5"}),
     "transformers.cache_utils.LinearAttentionLayer.update_conv_state": frozenset({"447593539da01284"}),

@@ -33,6 +33,7 @@ if is_torch_available():
         DynamicSlidingWindowLayer,
         LinearAttentionAndFullAttentionLayer,
         LinearAttentionAndStaticFullAttentionLayer,
+        LinearAttentionAndStaticSlidingWindowAttentionLayer,
         LinearAttentionLayer,
         StaticIndexedLayer,
         StaticLayer,
@@ -150,12 +151,11 @@ class LinearAttentionHistoryTest(unittest.TestCase):
         layer.crop(-1)
         self.assertEqual(layer.recurrent_states[0].item(), 21.0)
 
-    def test_history_is_bounded_and_recording_is_required(self):
+    def test_history_is_bounded(self):
         layer = _recording_layer(3)
         for start in range(10):
             _forward(layer, start, 1, 3)
         self.assertEqual(len(layer.recurrent_states_history[0]), 3)
-        self.assertFalse(LinearAttentionLayer().is_croppable)
         layer = LinearAttentionLayer()
         layer.activate_past_recording()
         self.assertEqual(layer.recurrent_states_to_keep, 1)
@@ -170,6 +170,18 @@ class LinearAttentionHistoryTest(unittest.TestCase):
             self.assertEqual(int(layer.get_seq_length()), 5)
             layer.crop(-2)
             self.assertEqual((int(layer.get_seq_length()), layer.recurrent_states[0].item()), (3, 3.0))
+        # A cache checks its linear attention layers before cropping any layer
+        cache = Cache(layers=[DynamicLayer(), _recording_layer(3)])
+        cache.layers[0].update(_tokens(0, 5), _tokens(0, 5))
+        _forward(cache.layers[1], 0, 5, 3)
+        with self.assertRaises(ValueError):
+            cache.crop(-4)
+        self.assertEqual([int(layer.get_seq_length()) for layer in cache.layers], [5, 5])
+        # A static sliding window larger than its window cannot bring evicted states back
+        layer = LinearAttentionAndStaticSlidingWindowAttentionLayer(max_cache_len=8, sliding_window=4)
+        self.assertFalse(layer.is_croppable)
+        with self.assertRaisesRegex(RuntimeError, "may have evicted the states to restore"):
+            layer.crop(-1)
 
 
 @require_torch

@@ -12,6 +12,7 @@ class DynamicLayer:
         Remove the last `-tokens_to_remove` tokens from the current cache layer. Removing more tokens than the layer holds
         empties it.
         """
+        # Legacy path: `tokens_to_remove` represents the final absolute size that the cache should have
         if tokens_to_remove > 0:
             raise ValueError(
                 f"Calling `crop` with a positive value (`{tokens_to_remove}`) is not supported. "

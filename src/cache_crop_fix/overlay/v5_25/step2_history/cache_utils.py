@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from transformers.cache_utils import (
         DynamicLayer,
         DynamicSlidingWindowLayer,
+        LinearAttentionCacheLayerMixin,
         LinearAttentionLayer,
         StaticLayer,
         StaticSlidingWindowLayer,
@@ -47,15 +48,6 @@ class LinearAttentionCacheLayerMixin:
         self.recurrent_states_to_keep = None
         # One list per state (`dict.fromkeys(..., [])` would share a single list between them)
         self.recurrent_states_history = {i: [] for i in range(number_of_states)}
-
-    @property
-    def is_croppable(self) -> bool:
-        """
-        Whether `crop` can put this layer back as it was: only while it records its past (see `activate_past_recording`),
-        since the conv states before the last `conv_kernel_size` tokens and the previous recurrent states are dropped
-        otherwise.
-        """
-        return self.record_past
 
     def reset(self) -> None:
         """Resets the cache values while preserving the objects"""
@@ -300,7 +292,8 @@ class LinearAttentionAndStaticSlidingWindowAttentionLayer:
     @property
     def is_croppable(self) -> bool:
         """Whether `crop` can put this layer back as it was: both parts must be able to."""
-        return LinearAttentionLayer.is_croppable.fget(self) and StaticSlidingWindowLayer.is_croppable.fget(self)
+        # The class attribute of the linear attention part would hide the property of the static sliding window part
+        return StaticSlidingWindowLayer.is_croppable.fget(self)
 
     def crop(self, tokens_to_remove: int) -> None:
         if tokens_to_remove < 0 and not StaticSlidingWindowLayer.is_croppable.fget(self):
@@ -310,3 +303,20 @@ class LinearAttentionAndStaticSlidingWindowAttentionLayer:
             )
         LinearAttentionLayer.crop(self, tokens_to_remove)
         StaticSlidingWindowLayer.crop(self, tokens_to_remove)
+
+
+class Cache:
+    def crop(self, tokens_to_remove: int) -> None:
+        """
+        Remove `tokens_to_remove` tokens from the current Cache. For layers that do not need to keep all the past states in memory,
+        such as sliding window layers or linear attention layers, this will also restrict the size of the cached states back to their
+        minimal working size. This means that `crop(0)` will not necessarily always be a no-op, as it may still remove useless states
+        (i.e. states that are not needed for the next `forward`) from the Cache.
+        If a linear attention layer cannot undo the removal, this raises before any layer changes.
+        """
+        if tokens_to_remove != 0:
+            for layer in self.layers:
+                if isinstance(layer, LinearAttentionCacheLayerMixin):
+                    layer._tokens_to_crop(tokens_to_remove)
+        for layer_idx in range(len(self.layers)):
+            self.layers[layer_idx].crop(tokens_to_remove)
