@@ -35,9 +35,10 @@ GraniteMoeHybrid, Zamba2. Not here: none left out (Kimi-Linear needs as many key
 On stock 5.25 most cases fail, mostly on the states (the outputs of tiny random models often survive a wrong state):
 with N drafts the verification forward pass has N + 1 tokens but the history keeps N rollback points, so rejecting
 every draft restores the state before the forward pass; the heuristic schedule drafts more than N tokens and `crop`
-raises `IndexError`.
+raises `IndexError` (`growing_heuristic`, every model with recurrent states).
 """
 
+import copy
 import unittest
 from functools import cache
 
@@ -193,13 +194,37 @@ MAIN_MODELS = {
 # The harness itself on an attention-only main model, whose rollback (`DynamicLayer.crop`) is right on stock 5.25
 CONTROL_MODELS = {"llama": ("LlamaConfig", "LlamaForCausalLM", ATTENTION)}
 # How the candidates are made: a Llama assistant with its own random weights (drafts nearly always all rejected) or
-# with the main model's embeddings and head (some accepted), each with both schedules, and prompt lookup
+# with the main model's embeddings and head (some accepted), each with both schedules; prompt lookup; and a copy of
+# the main model with noisy weights, on the heuristic schedule from `GROWING_START` drafts (below)
 MODES = {
     "random_constant": {"assistant": "random", "num_assistant_tokens_schedule": "constant"},
     "random_heuristic": {"assistant": "random", "num_assistant_tokens_schedule": "heuristic"},
     "shared_constant": {"assistant": "shared", "num_assistant_tokens_schedule": "constant"},
     "shared_heuristic": {"assistant": "shared", "num_assistant_tokens_schedule": "heuristic"},
     "prompt_lookup": {"prompt_lookup_num_tokens": NUM_ASSISTANT_TOKENS},
+    "growing_heuristic": {"assistant": "noisy_copy", "num_assistant_tokens_schedule": "heuristic"},
+}
+# The heuristic schedule drafts 2 more tokens after a round that accepted all of them, more than the main cache was
+# told to record (`activate_past_recording(recurrent_states_to_keep=...)` is called once, with the first round's
+# number): a round that drafts more than `GROWING_START` tokens and rejects more than that many must still roll back.
+# A copy of the main model with noisy weights agrees with it for a while, then not: per model, the noise (relative
+# to each weight's standard deviation) and the seed of a round of that kind (searched for; checked by the test)
+GROWING_START = 2
+GROWING_NOISE = {
+    "qwen3_next": (0.8, 7),
+    "qwen3_5": (0.1, 5),
+    "olmo_hybrid": (0.1, 2),
+    "kimi_linear": (0.1, 4),
+    "lfm2": (2.0, 6),
+    "mamba": (1.5, 5),
+    "falcon_mamba": (0.8, 9),
+    "jamba": (0.5, 2),
+    "mamba2": (0.1, 2),
+    "bamba": (0.1, 5),
+    "nemotron_h": (0.1, 5),
+    "falcon_h1": (0.1, 2),
+    "granitemoehybrid": (0.3, 3),
+    "zamba2": (0.8, 4),
 }
 
 
@@ -235,6 +260,20 @@ def _assistant(name, kind):
             model.get_input_embeddings().weight.copy_(main_model.get_input_embeddings().weight)
             model.get_output_embeddings().weight.copy_(main_model.get_output_embeddings().weight)
     return _set_generation_config(model)
+
+
+@cache
+def _noisy_copy(name):
+    """The main model `name` with Gaussian noise added to its weights (see `GROWING_NOISE`)."""
+    scale, seed = GROWING_NOISE[name]
+    model = copy.deepcopy(_main_model(name))
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            if parameter.numel() > 1:
+                noise = torch.randn(parameter.shape, generator=generator, dtype=parameter.dtype)
+                parameter.add_(noise * scale * parameter.std())
+    return model
 
 
 def _input_ids():
@@ -385,10 +424,11 @@ def _generate(name, mode):
     model = _main_model(name)
     kwargs = dict(MODES[mode])
     if "assistant" in kwargs:
-        assistant = _set_generation_config(
-            _assistant(name, kwargs.pop("assistant")), kwargs.pop("num_assistant_tokens_schedule")
-        )
-        kwargs["assistant_model"] = assistant
+        kind, schedule = kwargs.pop("assistant"), kwargs.pop("num_assistant_tokens_schedule")
+        assistant = _noisy_copy(name) if kind == "noisy_copy" else _assistant(name, kind)
+        kwargs["assistant_model"] = _set_generation_config(assistant, schedule)
+        if kind == "noisy_copy":
+            assistant.generation_config.num_assistant_tokens = GROWING_START
     with _MainCacheSpy(model, PROMPT_LENGTH) as spy:
         sequences = model.generate(_input_ids(), do_sample=False, max_new_tokens=MAX_NEW_TOKENS, **kwargs)
     return sequences, spy
@@ -425,13 +465,26 @@ class HybridMainModelAssistedGenerationTest(unittest.TestCase):
                 any(drafts > 0 and rejected == drafts for drafts, rejected in rounds),
                 f"no round rejected every draft: {rounds}",
             )
+        if mode == "growing_heuristic":
+            # A set-up check (pick another seed in `GROWING_NOISE` if it fails): the schedule grew past what the cache
+            # was told to record, and more than that many drafts were rejected in that round
+            self.assertTrue(
+                any(drafts > GROWING_START and rejected > GROWING_START for drafts, rejected in rounds),
+                f"no round drafted and rejected more than {GROWING_START} tokens: {rounds}",
+            )
 
-    @parameterized.expand([(name, mode) for name in MAIN_MODELS for mode in MODES])
+    @parameterized.expand(
+        [(name, mode) for name in MAIN_MODELS for mode in MODES],
+        name_func=lambda func, num, param: f"{func.__name__}_{param.args[0]}_{param.args[1]}",
+    )
     def test_matches_greedy_and_main_cache_equals_fresh_forward_after_every_round(self, name, mode):
         sequences, spy = _generate(name, mode)
         self.assertRoundsRight(sequences, spy, name, mode)
 
-    @parameterized.expand([(mode,) for mode in ("random_constant", "prompt_lookup")])
+    @parameterized.expand(
+        [(mode,) for mode in ("random_constant", "prompt_lookup")],
+        name_func=lambda func, num, param: f"{func.__name__}_{param.args[0]}",
+    )
     def test_harness_on_attention_only_main_model(self, mode):
         # Passes on stock too: the spy and the fresh forward pass compare like with like
         sequences, spy = _generate("llama", mode)
