@@ -93,6 +93,27 @@ STEPS = (
             "`activate_past_recording()` without `recurrent_states_to_keep` keeps the number set before (1 if none).",
         ),
     ),
+    Step(
+        "step3_refuse",
+        "3-refuse",
+        "Refuse `crop` on attention layers that cannot put their states back",
+        tests=("RefusedCropTest",),
+        summary=(
+            "A crop must leave a layer as if it had only seen the kept tokens, or refuse before anything changes. Three "
+            "attention layers silently keep other tokens instead: a recording `DynamicSlidingWindowLayer` after "
+            "`crop(0)` (which `generate` calls after every forward) trimmed its window, so a following `crop(-1)` "
+            "keeps one token too few; a `StaticSlidingWindowLayer` whose `max_cache_len` exceeds its window may have "
+            "overwritten the states to restore (its own `is_croppable` says so, but `crop` did not check); and the "
+            "quantized layers cut only their residual part. They now raise a `ValueError` that says what can be "
+            "removed instead, and `Cache.crop` asks every layer before cropping any. Removing every token is always "
+            "possible on the sliding windows."
+        ),
+        behaviour_changes=(
+            "These crops raise a `ValueError` instead of keeping wrong tokens; `crop(0)` of a full, non-recording "
+            "`DynamicSlidingWindowLayer` no longer raises (it has nothing to restore).",
+            "`crop(-k)` of a quantized layer raises (`is_croppable` was already `False`).",
+        ),
+    ),
 )
 
 # The upstream methods the overlay replaces: `patcher.source_fingerprint` of their source. If the installed source
