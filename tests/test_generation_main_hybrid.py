@@ -25,7 +25,8 @@ schedule grows). For every case the tests check that
   cache built by one forward pass of the main model over exactly the tokens it must hold (all but the last token of
   the new `input_ids`): attention keys and values, the recurrent states and the last `conv_kernel_size` columns of the
   conv states, and the lengths. The outputs alone can hide a wrong state,
-- there were rounds that rejected every draft.
+- with the random assistant, some rounds rejected every draft (with the noisy copy, one drafted and rejected more
+  tokens than the cache was first told to record).
 
 Main models (every family tried builds from a tiny config and runs in float64 on CPU without kernels): Qwen3-Next,
 Qwen3.5 (text), OLMo-hybrid, Kimi-Linear, LFM2, Mamba, FalconMamba, Jamba, Mamba2, Bamba, NemotronH, FalconH1,
