@@ -33,7 +33,7 @@ __all__ = ["CORRECT", "CRASH", "INCONSISTENT", "REFUSED", "Row", "counts", "main
 
 DEFAULT_OUTPUT = Path("docs/source/en/cache_crop_audit.md")
 # The sections of the page, the `main` target first
-SECTIONS = ("v5_24", "v5_14")
+SECTIONS = ("v5_25", "v5_24", "v5_14")
 TITLE = "# `Cache.crop` audit: every cache layer type, stock vs fixed"
 
 
