@@ -26,6 +26,19 @@ if TYPE_CHECKING:
     )
 
 
+class CacheLayerMixin:
+    def _check_crop(self, tokens_to_remove: int) -> None:
+        """
+        Raises, before anything changes, if `crop(tokens_to_remove)` cannot leave this layer as if it had only seen the kept
+        tokens. `Cache.crop` asks every layer before cropping any.
+        """
+
+
+class DummyLayer:
+    def _check_crop(self, tokens_to_remove: int) -> None:
+        """A dummy layer holds nothing: any crop is possible."""
+
+
 class LinearAttentionCacheLayerMixin:
     def __init__(self, number_of_states: int = 1, **kwargs):
         self.number_of_states = number_of_states
@@ -312,9 +325,11 @@ class Cache:
         (i.e. states that are not needed for the next `forward`) from the Cache.
         If a layer cannot undo the removal exactly, this raises before any layer changes.
         """
-        if tokens_to_remove != 0:
+        # `generate` may pass a 0-d tensor: read it on the host once, rather than once or more per layer
+        if type(tokens_to_remove) is not int:
+            tokens_to_remove = int(tokens_to_remove)
+        if tokens_to_remove:
             for layer in self.layers:
-                if hasattr(layer, "_check_crop"):
-                    layer._check_crop(tokens_to_remove)
-        for layer_idx in range(len(self.layers)):
-            self.layers[layer_idx].crop(tokens_to_remove)
+                layer._check_crop(tokens_to_remove)
+        for layer in self.layers:
+            layer.crop(tokens_to_remove)
