@@ -74,7 +74,22 @@ def cases(table: Table) -> list[Case]:
     all_cases: list[Case] = []
 
     def add(family, scenario, setup, chunks, arguments=None, refuse=()):
-        all_cases.extend(table.argument_cases(family, scenario, setup, chunks, arguments, refuse))
+        """`crop(argument)` for each argument; `refuse` lists those the contract cannot honour exactly. Removing nothing
+        or every token can always be done exactly (refusing it is wrong), unless listed in `refuse`."""
+        length = sum(chunks)
+        for argument in table.arguments if arguments is None else arguments:
+            all_cases.append(
+                Case(
+                    family,
+                    scenario,
+                    f"`crop({argument})`",
+                    setup,
+                    chunks,
+                    _crop(argument),
+                    None if argument in refuse else table.kept(argument, length),
+                    exact=argument not in refuse and argument <= 0 and (argument == 0 or -argument >= length),
+                )
+            )
 
     def layers(*factories, **kwargs):
         return Setup(_layers(*factories), **kwargs)
@@ -206,14 +221,14 @@ def cases(table: Table) -> list[Case]:
     )
     exact_cases(
         family,
-        "N=1, 2 + 1 tokens (prefill, 1 decoded): removals beyond the history",
+        "N=1, 3 tokens: prefill 2 + 1 decoded (removals beyond the history)",
         after_dynamic(keep=1),
         (2, 1),
         doable=(1,),
     )
     exact_cases(
         family,
-        "N=2, 2 + 1 + 1 tokens (prefill, 2 decoded, no crop between)",
+        "N=2, 4 tokens: prefill 2 + 2 decoded, no crop between",
         after_dynamic(keep=2),
         (2, 1, 1),
         doable=(1, 2),
@@ -221,7 +236,7 @@ def cases(table: Table) -> list[Case]:
     )
     exact_cases(
         family,
-        "N=2, 2 + 1 + 1 tokens, `crop(0)` after each forward (as `generate`)",
+        "N=2, 4 tokens: prefill 2 + 2 decoded, `crop(0)` after each forward (as `generate`)",
         after_dynamic(keep=2, between=_generate_step),
         (2, 1, 1),
         doable=(1,),
@@ -288,7 +303,7 @@ def cases(table: Table) -> list[Case]:
 
     exact_cases(
         family,
-        "N=3, 3 tokens at once, then `crop(-1)`: 2 tokens left (a second rollback in a row)",
+        "2 tokens left by `crop(-1)` of 3 tokens at once, N=3 (a second rollback in a row)",
         after_dynamic(keep=3),
         three,
         doable=(),
