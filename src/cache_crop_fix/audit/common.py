@@ -140,6 +140,8 @@ class Setup:
         between: called on the cache after every update but the last (e.g. `generate`'s `crop(0)` after a forward).
         hide_stale_static: slots of static layers at or beyond their count are shown empty (5.25's static `crop` only
             moves the count, as upstream documents: the next update overwrites them, and the causal mask hides them).
+        keep_addresses: a crop must leave the tensors that compiled decoding holds by address where they are (the keys
+            and values of static layers, the recurrent states of linear attention layers): restored in place.
     """
 
     make: Callable
@@ -150,6 +152,7 @@ class Setup:
     per_token: bool = False
     between: Callable | None = None
     hide_stale_static: bool = False
+    keep_addresses: bool = False
 
 
 def _self_attention(cache):
@@ -401,6 +404,23 @@ def _observe_linear(layer, setup: Setup, prefix: str) -> dict:
     return seen
 
 
+def _addresses(cache) -> dict:
+    """The data pointers of the tensors compiled decoding holds by address: static keys and values, recurrent states."""
+    c = _classes()
+    found = {}
+    layers = _self_attention(cache).layers
+    for idx, layer in enumerate(layers):
+        prefix = f"layer {idx} " if len(layers) > 1 else ""
+        if isinstance(layer, c.StaticLayer) and layer.is_initialized:
+            found[f"{prefix}keys"] = layer.keys.data_ptr()
+            found[f"{prefix}values"] = layer.values.data_ptr()
+        if isinstance(layer, c.LinearAttentionCacheLayerMixin):
+            for state_idx in range(layer.number_of_states):
+                if layer.is_recurrent_states_initialized[state_idx]:
+                    found[f"{prefix}recurrent state[{state_idx}]"] = layer.recurrent_states[state_idx].data_ptr()
+    return found
+
+
 def _snapshot(cache) -> dict:
     """A deep copy of the raw attributes of every layer (and of the cache's own tensors), to check atomicity."""
     layers = _self_attention(cache).layers
@@ -488,6 +508,7 @@ def run_case(case: Case, append: int = 2, settle: Callable | None = None) -> Out
         except Exception as error:
             return Outcome(CRASH, f"before the audited crop: {_describe_error(error)}")
     before = _snapshot(cache)
+    addresses = _addresses(cache) if case.setup.keep_addresses else {}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -505,7 +526,11 @@ def run_case(case: Case, append: int = 2, settle: Callable | None = None) -> Out
         return Outcome(REFUSED, type(error).__name__)
     if case.kept is None:
         return Outcome(INCONSISTENT, f"not refused, now {_summary(cache, case.setup)}")
-    return _compare_with_reference(case, cache, append, settle)
+    moved = [name for name, address in _addresses(cache).items() if addresses.get(name, address) != address]
+    outcome = _compare_with_reference(case, cache, append, settle)
+    if outcome.kind == CORRECT and moved:
+        return Outcome(INCONSISTENT, f"right states, but {', '.join(moved)} moved (assigned, not restored in place)")
+    return outcome
 
 
 def _compare_with_reference(case: Case, cache, append: int, settle: Callable | None) -> Outcome:

@@ -36,7 +36,8 @@ from .common import (
 
 
 # Static layers' stale slots (at or beyond their count) are what 5.25's static `crop` leaves by design
-Setup = functools.partial(common.Setup, hide_stale_static=True)
+# and a crop must restore in place what compiled decoding holds by address
+Setup = functools.partial(common.Setup, hide_stale_static=True, keep_addresses=True)
 
 ARGUMENTS = (2, 0, -1, -3, -5)
 # Linear attention layers: also `crop(-2)`, a rollback that reaches the state after the first of 3 tokens

@@ -124,7 +124,7 @@ def pr_text(
 
 def _ruff(ruff: RuffReport) -> str:
     if ruff.ok and not ruff.skipped:
-        return "clean"
+        return f"clean (ruff {ruff.version})"
     return ruff.describe()
 
 
