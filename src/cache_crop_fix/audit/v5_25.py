@@ -515,7 +515,9 @@ TABLE = Table(
         "were handed over (and not dropped by a crop since) must be exact: refusing it is reported as INCONSISTENT "
         '("refused a crop it can undo exactly"); one that needs a state never handed over may be refused. Static '
         "layers' slots at or beyond their count are shown empty: 5.25's static `crop` only moves the count (no device "
-        "sync), the next update overwrites them and the causal mask hides them. Quantized layers use an exact test "
+        "sync), the next update overwrites them and the causal mask hides them. A crop must restore in place what "
+        "compiled decoding holds by address (static keys and values, recurrent states): the right state at a new "
+        "address is INCONSISTENT too. Quantized layers use an exact test "
         "quantizer (see the 5.24 section for the FP8 scale)."
     ),
 )
