@@ -38,9 +38,7 @@ layer.activate_past_recording(recurrent_states_to_keep=2)  # assisted decoding: 
 states = [torch.full((1, 1), float(t)) for t in range(1, 4)]  # the state after each of 3 tokens
 layer.update_conv_state(torch.zeros(1, 1, 3), conv_kernel_size=2)
 layer.update_recurrent_state(states[-2:])  # the model hands over the last N per-token states
-layer.crop(-2)  # every draft rejected: back to the state after the first token
-# 5.25.0: tensor([[0.]]), the state from before the forward, silently. With this PR: a `ValueError` (that state was
-# never handed over), and assisted decoding records `N + 1` states, so that this crop restores tensor([[1.]])
+layer.crop(-2)  # all drafts rejected. 5.25.0 restores the state before the forward: tensor([[0.]]), not tensor([[1.]])
 ```"""
 
 STEPS = (
@@ -73,7 +71,8 @@ STEPS = (
             "Assisted decoding verifies `N + 1` tokens with `N` states, so a round that rejects every draft continues "
             "from a state that misses the last accepted token (on the first round, an all-zero state).\n\n"
             + HISTORY_REPRODUCTION
-            + "\n\nThe layer counts the tokens of each forward on the host (no device sync) and keeps the state from "
+            + "\n\nWith this PR that crop raises a `ValueError` (the state after the first token was never handed "
+            "over) and assisted decoding records `N + 1` states, so that it restores `tensor([[1.]])`. The layer counts the tokens of each forward on the host (no device sync) and keeps the state from "
             "before it only when it is adjacent to the per-token states; the history holds at most "
             "`recurrent_states_to_keep` states per state (one list each), is cleared by `reset` and restored in "
             "place. `crop` clamps, and refuses before anything changes what it cannot undo (`Cache.crop` asks every "
