@@ -86,11 +86,10 @@ STEPS = (
         behaviour_changes=(
             "Linear attention layers restore the state after the kept tokens, or raise a `ValueError` before anything "
             "changes; removing every token resets them.",
-            "`is_croppable` of the static sliding-window hybrid layer is its sliding window's (the linear part's "
-            "class attribute hid it).",
+            "The static hybrid layers crop their attention part too (it kept every token), and the static "
+            "sliding-window one reports its window's `is_croppable` (the linear part's class attribute hid it).",
             "`activate_past_recording()` without `recurrent_states_to_keep` keeps the number set before (1 if none); "
             "with `None` the next Qwen3-Next forward raised a `TypeError`.",
-            "The static hybrid layers crop their attention part too (`get_seq_length()` stayed the same).",
         ),
     ),
     Step(
