@@ -113,6 +113,34 @@ STEPS = (
             "`crop(-k)` of a quantized layer raises (`is_croppable` was already `False`).",
         ),
     ),
+    Step(
+        "step4_minimax",
+        "4-minimax",
+        "Crop MiniMax-M3-VL's index keys with the key and value states",
+        tests=("MiniMaxM3VLSparseCacheCropTest",),
+        summary=(
+            "Assisted decoding crops the main model's cache after every round (`crop(-rejected)`); with a static cache, "
+            "MiniMax-M3-VL's `MiniMaxM3VLSparseStaticCacheLayer` rolls its indexer counter back without a bound "
+            "(`idx_cumulative_length` went negative on a full rollback), and the dynamic layer cut a fixed number of "
+            "index keys, whatever the layer held (and failed before its first index keys). Both now follow the "
+            "clamped key and value states; the static counter moves in place (no device sync)."
+        ),
+        behaviour_changes=("Oversized removals empty the index keys too; the static indexer counter stops at 0.",),
+    ),
+    Step(
+        "step5_ocr",
+        "5-ocr",
+        "Crop the prefill tokens of UnlimitedOcr's static reference sliding-window layer",
+        tests=("UnlimitedOcrStaticCropTest",),
+        summary=(
+            "`UnlimitedOcrStaticReferenceSlidingWindowLayer` inherits `StaticSlidingWindowLayer.crop`, which only "
+            "rolls the sliding-window part back: removing more tokens than were decoded kept the prefill (reference) "
+            "tokens, so `get_seq_length()` stayed at the prefill length after a full rollback and the next prompt was "
+            "appended to the old one. It now removes the sliding tokens first, then the prefill ones (moving the "
+            "write position back, as `StaticLayer.crop` does); the next tokens fill the prefill again."
+        ),
+        behaviour_changes=("A crop beyond the decoded tokens removes prefill tokens too (they were kept).",),
+    ),
 )
 
 # The upstream methods the overlay replaces: `patcher.source_fingerprint` of their source. If the installed source
@@ -141,6 +169,12 @@ FINGERPRINTS: dict[str, frozenset[str]] = {
         {"f79f4f17fa1a9f47"}
     ),
     "transformers.generation.utils.GenerationMixin._assisted_decoding": frozenset({"ceaaa272a1ca9c68"}),
+    "transformers.models.minimax_m3_vl.modeling_minimax_m3_vl.MiniMaxM3VLSparseCacheLayer.crop": frozenset(
+        {"5bb2a812c4ee9e6d"}
+    ),
+    "transformers.models.minimax_m3_vl.modeling_minimax_m3_vl.MiniMaxM3VLSparseStaticCacheLayer.crop": frozenset(
+        {"933a47b2579a45d4"}
+    ),
 }
 
 

@@ -33,7 +33,7 @@ class DynamicSlidingWindowLayer:
                 "reached. Call `activate_past_recording` before `crop` to be able to rollback the cache."
             )
         first_stored_token = seq_length - self.keys.shape[-2]
-        if seq_length + tokens_to_remove - self.sliding_window + 1 < first_stored_token:
+        if max(seq_length + tokens_to_remove - self.sliding_window + 1, 0) < first_stored_token:
             raise ValueError(
                 f"Cannot remove {-tokens_to_remove} of the {seq_length} tokens of a `{self.__class__.__name__}`: its sliding "
                 f"window of {self.sliding_window} would need tokens it dropped, as it holds the last {self.keys.shape[-2]} "
@@ -51,7 +51,8 @@ class DynamicSlidingWindowLayer:
         # Clamp the removal to the tokens seen, so that `cumulative_length` never goes negative
         if tokens_to_remove < 0:
             tokens_to_remove = max(tokens_to_remove, -self.cumulative_length)
-        self._check_crop(tokens_to_remove)
+        # This part's own check (a hybrid layer's `_check_crop` also checks its linear attention part, cropped already)
+        DynamicSlidingWindowLayer._check_crop(self, tokens_to_remove)
         # If we are beyond the sliding window, we need to be more careful
         if self.get_seq_length() >= self.sliding_window:
             if tokens_to_remove > 0:
@@ -78,34 +79,47 @@ class DynamicSlidingWindowLayer:
 
 class StaticSlidingWindowLayer:
     def _check_crop(self, tokens_to_remove: int) -> None:
-        """Raises if the window may have overwritten the states to restore (`max_cache_len` larger than the window)."""
-        if tokens_to_remove < 0 and not StaticSlidingWindowLayer.is_croppable.fget(self):
+        """
+        Raises for a partial removal if the layer is not croppable (see `is_croppable`): its window may have wrapped around and
+        overwritten the states the crop would need. Removing every token is always possible.
+        """
+        if 0 < -tokens_to_remove < self.cumulative_length_int and not self.is_croppable:
             raise ValueError(
-                f"Cannot crop a `{self.__class__.__name__}` whose `max_cache_len` is larger than its sliding window: the states "
-                "to restore may have been overwritten. Use a `max_cache_len` of at most the sliding window to be able to crop it."
+                f"Cannot remove {-tokens_to_remove} of the {self.cumulative_length_int} tokens of a `{self.__class__.__name__}`: "
+                "its window may have wrapped around and overwritten the states to restore (`is_croppable` is `False`). Only "
+                "all of them can be removed (`crop(-cache.get_seq_length())`)."
             )
 
     def crop(self, tokens_to_remove: int) -> None:
         """
         Remove `tokens_to_remove` tokens from the current cache layer. Removing more tokens than the layer holds empties it.
         """
-        self._check_crop(tokens_to_remove)
+        # This part's own check (a hybrid layer's `_check_crop` also checks its linear attention part, cropped already)
+        StaticSlidingWindowLayer._check_crop(self, tokens_to_remove)
         super().crop(tokens_to_remove)
         self.cumulative_length_int = max(self.cumulative_length_int + tokens_to_remove, 0)
 
 
 class BaseQuantizedLayer:
     def _check_crop(self, tokens_to_remove: int) -> None:
-        """Raises for any removal: the quantized part would keep the removed tokens (`is_croppable` is `False`)."""
-        if tokens_to_remove < 0:
+        """Raises for a partial removal: the quantized part would keep the removed tokens (`is_croppable` is `False`)."""
+        if 0 < -tokens_to_remove < self.get_seq_length():
             raise ValueError(
-                f"`{self.__class__.__name__}` cannot be cropped: its quantized states would keep the removed tokens. Use a "
+                f"`{self.__class__.__name__}` cannot remove {-tokens_to_remove} of its {self.get_seq_length()} tokens: its "
+                "quantized states would keep them. Only all of them can be removed (`crop(-cache.get_seq_length())`); use a "
                 "non-quantized cache (e.g. `DynamicCache`) to roll tokens back."
             )
 
     def crop(self, tokens_to_remove: int) -> None:
-        """Quantized layers cannot remove tokens (see `_check_crop`); `crop(0)` does nothing."""
+        """
+        Quantized layers can only remove all their tokens (or none): a partial removal raises (see `_check_crop`).
+        """
+        if tokens_to_remove > 0:
+            super().crop(tokens_to_remove)  # raises
         self._check_crop(tokens_to_remove)
+        if tokens_to_remove < 0 and self.get_seq_length() > 0:
+            self.reset()
+            self.cumulative_length = 0
 
 
 class LinearAttentionAndSlidingWindowAttentionLayer:
