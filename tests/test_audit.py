@@ -52,17 +52,9 @@ def test_regeneration_check_checked_in_audit_section_matches_the_generator():
     )
 
 
-# What the 5.25 fix still gets wrong (the overlay's steps 1-5: 6 of 343 cases, DeepSeek-V4's compressor buffers, which
-# no step rolls back yet). Remove a case when it is fixed (`test_fixed_column_has_no_inconsistent_case_and_no_crash`
-# then says so); a case that is not listed here fails the test.
-KNOWN_FIXED_PROBLEMS_V5_25 = {
-    ("DeepseekV4CSACache (compress rate 2)", "3 tokens: 1 compressed entry + 1 buffered", "`crop(-1)`"),
-    ("DeepseekV4CSACache (compress rate 2)", "3 tokens: 1 compressed entry + 1 buffered", "`crop(-3)`"),
-    ("DeepseekV4CSACache (compress rate 2)", "3 tokens: 1 compressed entry + 1 buffered", "`crop(-5)`"),
-    ("DeepseekV4HCACache (compress rate 4)", "3 tokens (all in the compressor buffer)", "`crop(-1)`"),
-    ("DeepseekV4HCACache (compress rate 4)", "3 tokens (all in the compressor buffer)", "`crop(-3)`"),
-    ("DeepseekV4HCACache (compress rate 4)", "3 tokens (all in the compressor buffer)", "`crop(-5)`"),
-}
+# What the 5.25 fix still gets wrong: nothing since its step 6. Should a case go wrong while a step is in progress, list it
+# here (`test_fixed_column_has_no_inconsistent_case_and_no_crash` then tolerates it and says when it is fixed).
+KNOWN_FIXED_PROBLEMS_V5_25: set[tuple[str, str, str]] = set()
 KNOWN_FIXED_PROBLEMS = KNOWN_FIXED_PROBLEMS_V5_25 if TARGET == "v5_25" else set()
 
 
@@ -86,11 +78,8 @@ def test_fixed_column_has_no_inconsistent_case_and_no_crash():
     assert counts[audit.CORRECT] > 0 and counts[audit.REFUSED] > 0, counts
 
 
-@pytest.mark.xfail(
-    TARGET == "v5_25", reason="the 5.25 fix is in progress: see KNOWN_FIXED_PROBLEMS_V5_25", strict=True
-)
 def test_fixed_column_has_no_wrong_case_at_all():
-    """Issue 19's "done when": the audit has 0 wrong cases with the fix (on 5.25, expected to fail until it has)."""
+    """Issue 19's "done when": the audit has 0 wrong cases with the fix."""
     assert _problems("fixed") == []
 
 

@@ -141,6 +141,20 @@ STEPS = (
         ),
         behaviour_changes=("A crop beyond the decoded tokens removes prefill tokens too (they were kept).",),
     ),
+    Step(
+        "step6_deepseek",
+        "6-deepseek",
+        "Refuse partial `crop` on DeepSeek-V4's compressed-attention caches",
+        tests=("DeepseekV4CacheCropTest",),
+        summary=(
+            "`DeepseekV4HCACache` and `DeepseekV4CSACache` say they cannot be cropped (`is_croppable = False`, so "
+            "`generate` never rolls them back), but a direct `crop(-k)` cut their sliding window and kept the "
+            "compressor buffers and compressed entries of the removed tokens: the next forward compressed stale "
+            "states. A partial crop now raises a `ValueError` before anything changes, and removing every token "
+            "resets the layer (it emptied only the window)."
+        ),
+        behaviour_changes=("Partial crops of DeepSeek-V4's caches raise; full rollbacks reset them.",),
+    ),
 )
 
 # The upstream methods the overlay replaces: `patcher.source_fingerprint` of their source. If the installed source
