@@ -11,6 +11,7 @@ token.
 """
 
 import unittest
+import warnings
 
 from parameterized import parameterized
 
@@ -33,6 +34,7 @@ if is_torch_available():
         LlamaForCausalLM,
         Qwen3NextConfig,
         Qwen3NextForCausalLM,
+        StaticCache,
     )
     from transformers.cache_utils import (
         BaseQuantizedLayer,
@@ -109,13 +111,6 @@ def _fill(layer, num_tokens, start=0, step=None):
             layer.indexer_position_ids = positions if previous is None else torch.cat([previous, positions], dim=-1)
 
 
-def _static_buffer(length, max_cache_len=MAX_CACHE_LEN):
-    """What a static layer holding the tokens `0 ... length - 1` stores: their codes, then empty (zero) slots."""
-    buffer = torch.zeros(1, 1, max_cache_len, 1, dtype=torch.float64)
-    buffer[:, :, :length] = _tokens(0, length)
-    return buffer
-
-
 def _snapshot(layer):
     """A copy of every tensor and counter of `layer`, to check that a refused crop changed nothing."""
     state = {}
@@ -175,8 +170,12 @@ class DynamicLayersCropTest(CropTestCase):
         if isinstance(layer, DynamicSlidingWindowLayer):
             # The window shows the last `WINDOW - 1` tokens
             first = max(length - WINDOW + 1, 0)
+            # While recording, one more token is kept when it was still there: the one a later `crop(-1)` brings back
+            # into the window
+            first_stored = length - layer.keys.shape[-2]
+            self.assertIn(first_stored, {first, max(length - WINDOW, 0)} if layer.record_past else {first})
             self.assertEqual(layer.cumulative_length, length)
-            self.assertExactlyEqual(layer.keys, _tokens(first, length - first))
+            self.assertExactlyEqual(layer.keys, _tokens(first_stored, length - first_stored))
             expected_mask_sizes = (min(length, WINDOW - 1) + 1, first)
         else:
             self.assertExactlyEqual(layer.keys, _tokens(0, length))
@@ -250,6 +249,27 @@ class DynamicLayersCropTest(CropTestCase):
         layer.crop(-7)
         self.assertLayerHolds(layer, 0)
         self.assertAppendsAfter(layer, 0)
+
+    @parameterized.expand([("dynamic",), ("sliding",), ("indexed",)])
+    def test_huge_removal_empties_silently(self, layer_name):
+        layer = self._layer(layer_name)
+        _fill(layer, 3)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            layer.crop(-(2**70))
+        self.assertLayerHolds(layer, 0)
+        self.assertAppendsAfter(layer, 0)
+
+    def test_sliding_window_recording_keeps_the_token_the_next_crop_needs(self):
+        # A recording layer that filled its window: after `crop(0)`, it still says it is croppable, and it is
+        layer = self._layer("sliding")
+        layer.activate_past_recording()
+        _fill(layer, 6, step=1)
+        layer.crop(0)
+        self.assertTrue(layer.is_croppable)
+        layer.crop(-1)
+        self.assertLayerHolds(layer, 5)
+        self.assertAppendsAfter(layer, 5)
 
     def test_sliding_window_refuses_more_than_it_recorded(self):
         layer = self._layer("sliding")
@@ -657,14 +677,13 @@ class StaticLayersCropTest(CropTestCase):
 
     def assertLayerHolds(self, layer, length):
         self.assertEqual(int(layer.get_seq_length()), length)
-        max_cache_len = layer.max_cache_len
-        self.assertExactlyEqual(layer.keys, _static_buffer(length, max_cache_len))
-        self.assertExactlyEqual(layer.values, _static_buffer(length, max_cache_len))
+        self.assertExactlyEqual(layer.keys[:, :, :length], _tokens(0, length))
+        self.assertExactlyEqual(layer.values[:, :, :length], _tokens(0, length))
         if isinstance(layer, StaticSlidingWindowLayer):
             self.assertEqual(layer.get_mask_sizes(1), (WINDOW, max(length - WINDOW + 1, 0)))
             self.assertEqual(int(layer.cumulative_length), length)
         if isinstance(layer, StaticIndexedLayer):
-            self.assertExactlyEqual(layer.indexer_keys, _static_buffer(length)[:, 0])
+            self.assertExactlyEqual(layer.indexer_keys[:, :length], _tokens(0, length)[:, 0])
             self.assertEqual(int(layer.indexer_cumulative_length), length)
             self.assertExactlyEqual(layer.indexer_position_ids, torch.arange(length).reshape(1, 1, -1))
 
@@ -693,8 +712,27 @@ class StaticLayersCropTest(CropTestCase):
         self.assertTrue(layer.is_croppable)
         layer.crop(-1)
         self.assertEqual(layer.get_seq_length(), 2)
-        self.assertExactlyEqual(layer.keys, _static_buffer(2, WINDOW))
+        self.assertExactlyEqual(layer.keys[:, :, :2], _tokens(0, 2))
         self.assertExactlyEqual(layer.conv_states[0], _conv_inputs(0, KERNEL))
+
+    @parameterized.expand([("static",), ("sliding",), ("indexed",)])
+    def test_huge_removal_empties_silently(self, layer_name):
+        layer = self._layer(layer_name)
+        _fill(layer, 3)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            layer.crop(-(2**70))
+        self.assertLayerHolds(layer, 0)
+
+    def test_huge_removal_from_a_static_cache(self):
+        config = LlamaConfig(
+            num_hidden_layers=2, hidden_size=8, num_attention_heads=1, num_key_value_heads=1, head_dim=1
+        )
+        cache = StaticCache(config=config, max_cache_len=8)
+        for layer_idx in range(2):
+            cache.update(_tokens(0, 3), _tokens(0, 3), layer_idx)
+        cache.crop(-(2**70))
+        self.assertEqual(int(cache.get_seq_length()), 0)
 
     def test_sliding_window_refuses_overwritten_tokens(self):
         layer = self._layer("sliding")
@@ -732,7 +770,7 @@ class StaticLayersCropTest(CropTestCase):
         _fill(layer, WINDOW, step=1)
         layer.crop(-1)
         self.assertEqual(int(layer.get_seq_length()), WINDOW - 1)
-        self.assertExactlyEqual(layer.keys, _static_buffer(WINDOW - 1, WINDOW))
+        self.assertExactlyEqual(layer.keys[:, :, : WINDOW - 1], _tokens(0, WINDOW - 1))
 
     def test_sliding_window_beyond_its_window_removes_nothing(self):
         layer = StaticSlidingWindowLayer(max_cache_len=WINDOW, sliding_window=WINDOW)
@@ -1022,11 +1060,14 @@ class ModelCacheLayersCropTest(CropTestCase):
         layer.crop(tokens_to_remove)
         self.assertEqual(int(layer.get_seq_length()), expected_length)
         self.assertEqual(int(layer.idx_cumulative_length), expected_length)
-        self.assertExactlyEqual(layer.keys, _static_buffer(expected_length))
-        self.assertExactlyEqual(layer.idx_keys, _static_buffer(expected_length))
+        self.assertExactlyEqual(layer.keys[:, :, :expected_length], _tokens(0, expected_length))
+        self.assertExactlyEqual(layer.idx_keys[:, :, :expected_length], _tokens(0, expected_length))
         _fill(layer, 1, start=expected_length)
-        self.assertExactlyEqual(layer.update_index(_tokens(expected_length, 1)), _static_buffer(expected_length + 1))
-        self.assertExactlyEqual(layer.keys, _static_buffer(expected_length + 1))
+        self.assertExactlyEqual(
+            layer.update_index(_tokens(expected_length, 1))[:, :, : expected_length + 1],
+            _tokens(0, expected_length + 1),
+        )
+        self.assertExactlyEqual(layer.keys[:, :, : expected_length + 1], _tokens(0, expected_length + 1))
 
     def test_minimax_m3_vl_static_index_keys_behind_the_keys_are_left_alone(self):
         layer = MiniMaxM3VLSparseStaticCacheLayer(max_cache_len=MAX_CACHE_LEN)
@@ -1035,7 +1076,7 @@ class ModelCacheLayersCropTest(CropTestCase):
         layer.crop(-1)
         self.assertEqual(int(layer.get_seq_length()), 2)
         self.assertEqual(int(layer.idx_cumulative_length), 1)
-        self.assertExactlyEqual(layer.idx_keys, _static_buffer(1))
+        self.assertExactlyEqual(layer.idx_keys[:, :, :1], _tokens(0, 1))
 
     def _reference_sliding_layer(self, is_static):
         if is_static:

@@ -67,14 +67,21 @@ class DynamicLayer:
             tokens_to_remove (`int`):
                 The negative number of tokens to remove, e.g. `-3` to remove the last 3 tokens. `0` removes nothing.
         """
-        number_of_tokens = _get_number_of_tokens_to_remove(tokens_to_remove)
+        if type(tokens_to_remove) is int and tokens_to_remove <= 0:
+            number_of_tokens = -tokens_to_remove
+        else:
+            number_of_tokens = _get_number_of_tokens_to_remove(tokens_to_remove)
         self._check_crop(-number_of_tokens)
         # Nothing to do in these cases: 0 tokens to crop or the layer holds none (not initialized with KV sharing)
         if number_of_tokens == 0 or not self.is_initialized or self.keys.numel() == 0:
             return
-        # A stop before the first token gives an empty slice: removing more tokens than the layer holds empties it
-        self.keys = self.keys[..., :-number_of_tokens, :]
-        self.values = self.values[..., :-number_of_tokens, :]
+        # Removing more tokens than the layer holds empties it (clamped here: a huge slice bound would warn). `narrow`
+        # takes the same view as `[..., :new_length, :]`, with less indexing overhead
+        new_length = self.keys.shape[-2] - number_of_tokens
+        if new_length < 0:
+            new_length = 0
+        self.keys = self.keys.narrow(-2, 0, new_length)
+        self.values = self.values.narrow(-2, 0, new_length)
 
 
 class DynamicSlidingWindowLayer:
@@ -106,8 +113,9 @@ class DynamicSlidingWindowLayer:
     def crop(self, tokens_to_remove: int) -> None:
         """
         Remove the last `-tokens_to_remove` tokens from the current cache layer (at most all of them), and restrict the
-        cached states back to their minimal working size, i.e. the `sliding_window - 1` tokens before the removed ones.
-        This means that `crop(0)` may still drop the states recorded since `activate_past_recording`.
+        cached states back to their minimal working size, i.e. the `sliding_window - 1` tokens before the removed ones
+        (`sliding_window` while the past is recorded, so that one more token can be removed later). This means that
+        `crop(0)` may still drop the states recorded since `activate_past_recording`.
 
         Args:
             tokens_to_remove (`int`):
@@ -121,12 +129,15 @@ class DynamicSlidingWindowLayer:
         seq_length = self.cumulative_length
         new_length = max(seq_length - number_of_tokens, 0)
         first_stored_token = seq_length - self.keys.shape[-2]
-        start = max(new_length - self.sliding_window + 1, 0) - first_stored_token
+        # While recording, one more token than the window needs is kept: the one that a later `crop(-1)` brings back
+        # into the window, so that `is_croppable` (true while recording) holds after a `crop(0)` too
+        kept_before = self.sliding_window if self.record_past else self.sliding_window - 1
+        start = max(new_length - kept_before, first_stored_token, 0) - first_stored_token
         end = new_length - first_stored_token
         if new_length == 0:
             start = end = 0
-        self.keys = self.keys[:, :, start:end, :]
-        self.values = self.values[:, :, start:end, :]
+        self.keys = self.keys.narrow(-2, start, end - start)
+        self.values = self.values.narrow(-2, start, end - start)
         self.cumulative_length = new_length
 
     @property

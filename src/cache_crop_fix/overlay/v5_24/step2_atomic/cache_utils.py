@@ -201,27 +201,52 @@ class Cache:
             tokens_to_remove (`int`):
                 The negative number of tokens to remove, e.g. `-3` to remove the last 3 tokens. `0` removes nothing.
         """
-        number_of_tokens = _get_number_of_tokens_to_remove(tokens_to_remove)
-        layers_to_crop, layers_to_reset = self.layers, []
-        # Linear attention layers have no sequence length: the Cache tells them when everything is removed
+        # A plain int, as `generate` passes for `crop(0)` after every forward, needs no conversion
+        if type(tokens_to_remove) is int and tokens_to_remove <= 0:
+            number_of_tokens = -tokens_to_remove
+        else:
+            number_of_tokens = _get_number_of_tokens_to_remove(tokens_to_remove)
+        layers = self.layers
+        if number_of_tokens == 0:
+            # No token is removed, so no layer refuses: only the layers that restrict their states have work to do
+            for layer in layers:
+                if type(layer) is not DynamicLayer:
+                    layer.crop(0)
+            return
+        for layer in layers:
+            if type(layer) is not DynamicLayer:
+                break
+        else:
+            # The common case: plain dynamic layers can always be cropped, so they are cut here directly, as their
+            # `crop` would (a stop before the first token gives an empty slice; a huge one is capped, as it would warn)
+            stop = -number_of_tokens if number_of_tokens < 2**62 else -(2**62)
+            for layer in layers:
+                # Nothing to do if the layer holds no tokens (not initialized with KV sharing)
+                if layer.is_initialized and layer.keys.numel():
+                    layer.keys = layer.keys[..., :stop, :]
+                    layer.values = layer.values[..., :stop, :]
+            return
+        layers_to_crop, layers_to_reset = layers, []
+        # The checks are paid once per layer class: a Cache has few layer classes and many layers
+        layer_classes = {type(layer) for layer in layers}
+        # Linear attention layers have no sequence length: the Cache tells them when everything is removed (the
+        # only place where a static Cache reads its length on the host, once per call)
+        linear_classes = {
+            layer_class
+            for layer_class in layer_classes
+            if issubclass(layer_class, LinearAttentionCacheLayerMixin) and not issubclass(layer_class, CacheLayerMixin)
+        }
         if (
-            number_of_tokens > 0
-            and any(isinstance(layer, CacheLayerMixin) for layer in self.layers)
+            linear_classes
+            and any(issubclass(layer_class, CacheLayerMixin) for layer_class in layer_classes)
             and 0 < self.get_seq_length() <= number_of_tokens
         ):
-            # One class check per layer class, not per layer: a Cache has few layer classes and many layers
-            linear_classes = {
-                layer_class
-                for layer_class in {type(layer) for layer in self.layers}
-                if issubclass(layer_class, LinearAttentionCacheLayerMixin)
-                and not issubclass(layer_class, CacheLayerMixin)
-            }
-            if linear_classes:
-                layers_to_crop = [layer for layer in self.layers if type(layer) not in linear_classes]
-                layers_to_reset = [layer for layer in self.layers if type(layer) in linear_classes]
+            layers_to_crop = [layer for layer in layers if type(layer) not in linear_classes]
+            layers_to_reset = [layer for layer in layers if type(layer) in linear_classes]
         # Check every layer first, so that a layer refusing the crop leaves the whole Cache unchanged
         for layer in layers_to_crop:
-            layer._check_crop(-number_of_tokens)
+            if type(layer) is not DynamicLayer:
+                layer._check_crop(-number_of_tokens)
         for layer in layers_to_crop:
             layer.crop(-number_of_tokens)
         for layer in layers_to_reset:

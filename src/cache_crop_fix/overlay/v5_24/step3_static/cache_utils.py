@@ -1,6 +1,7 @@
 # Step 3 of the fix for transformers 5.24.x, in `transformers/cache_utils.py`: the static layers clamp oversized
-# removals (their write positions never go negative), free the removed slots, move their side tensors with them, refuse
-# what a sliding window already overwrote, and the static hybrid layers crop their attention part too.
+# removals (their write positions never go negative, and move in-place without a device synchronization), move their
+# side tensors with them, refuse what a sliding window already overwrote, and the static hybrid layers crop their
+# attention part too.
 from typing import TYPE_CHECKING
 
 
@@ -20,8 +21,8 @@ class StaticLayer:
     def crop(self, tokens_to_remove: int) -> None:
         """
         Remove the last `-tokens_to_remove` tokens from the current cache layer (at most all of them), by moving the
-        write position back. The freed slots are zeroed, so that the layer holds exactly what a layer that only saw
-        the kept tokens would. Everything is changed in-place, to keep the static addresses.
+        write position back. The write position is moved in-place, to keep its static address, and without reading it
+        on the host (no device synchronization).
 
         Args:
             tokens_to_remove (`int`):
@@ -29,13 +30,13 @@ class StaticLayer:
         """
         number_of_tokens = _get_number_of_tokens_to_remove(tokens_to_remove)
         self._check_crop(-number_of_tokens)
-        seq_length = int(self.get_seq_length())
-        new_length = max(seq_length - number_of_tokens, 0)
-        if new_length == seq_length:
+        if number_of_tokens == 0 or not self.is_initialized:
             return
-        self.keys[:, :, new_length:seq_length].zero_()
-        self.values[:, :, new_length:seq_length].zero_()
-        self.cumulative_length.fill_(new_length)
+        # The freed slots keep their stale states: the next `update` overwrites them from the new write position on,
+        # and until then the causal mask hides every slot past the position being written. Removing more than
+        # `max_cache_len` tokens is removing `max_cache_len` (an int64 counter cannot take more), and the count stops
+        # at 0
+        self.cumulative_length.sub_(min(number_of_tokens, self.max_cache_len)).clamp_(min=0)
 
 
 class StaticSlidingWindowLayer:
@@ -57,7 +58,8 @@ class StaticSlidingWindowLayer:
     def crop(self, tokens_to_remove: int) -> None:
         """
         Remove the last `-tokens_to_remove` tokens from the current cache layer (at most all of them), by moving the
-        write position back, as long as the layer never went beyond its window. The freed slots are zeroed in-place.
+        write position back, as long as the layer never went beyond its window. Its host-side count tells how many
+        tokens it holds, so the device is not synchronized.
 
         Args:
             tokens_to_remove (`int`):
@@ -69,10 +71,8 @@ class StaticSlidingWindowLayer:
         new_length = max(seq_length - number_of_tokens, 0)
         if new_length == seq_length:
             return
-        # Beyond the window only a full rollback gets here, and then every slot is freed
-        freed = slice(new_length, min(seq_length, self.max_cache_len))
-        self.keys[:, :, freed].zero_()
-        self.values[:, :, freed].zero_()
+        # Beyond the window only a full rollback gets here. The freed slots keep their stale states: the causal and
+        # sliding window masks hide every slot past the position being written, and the next `update` overwrites them
         self.cumulative_length.fill_(new_length)
         self.cumulative_length_int = new_length
 
@@ -96,15 +96,17 @@ class StaticIndexedLayer:
                 The negative number of tokens to remove, e.g. `-3` to remove the last 3 tokens. `0` removes nothing.
         """
         super().crop(tokens_to_remove)
-        # The indexer keys and positions cover the same tokens as the key and value states
-        new_length = int(self.get_seq_length())
+        number_of_tokens = _get_number_of_tokens_to_remove(tokens_to_remove)
+        if number_of_tokens == 0:
+            return
+        # The indexer keys and positions cover the same tokens as the key and value states. The indexer write position
+        # moves in-place, without reading either position on the host, and the freed indexer slots are hidden by the
+        # indexer's mask until the next `update_indexer` overwrites them
         if self.indexer_position_ids is not None:
-            self.indexer_position_ids = self.indexer_position_ids[..., :new_length]
+            kept_positions = max(self.indexer_position_ids.shape[-1] - number_of_tokens, 0)
+            self.indexer_position_ids = self.indexer_position_ids[..., :kept_positions]
         if self.is_indexer_initialized:
-            indexer_length = int(self.indexer_cumulative_length)
-            if indexer_length > new_length:
-                self.indexer_keys[:, new_length:indexer_length].zero_()
-                self.indexer_cumulative_length.fill_(new_length)
+            self.indexer_cumulative_length.clamp_(max=self.cumulative_length)
 
 
 class LinearAttentionAndStaticFullAttentionLayer:

@@ -30,8 +30,7 @@ class MiniMaxM3VLSparseStaticCacheLayer:
                 The negative number of tokens to remove, e.g. `-3` to remove the last 3 tokens. `0` removes nothing.
         """
         super().crop(tokens_to_remove)
-        new_length = int(self.get_seq_length())
-        index_length = int(self.idx_cumulative_length)
-        if self.idx_keys is not None and index_length > new_length:
-            self.idx_keys[:, :, new_length:index_length].zero_()
-            self.idx_cumulative_length.fill_(new_length)
+        # In-place and without reading either write position on the host; the freed index slots are hidden by the
+        # mask until the next `update_index` overwrites them
+        if self.idx_keys is not None:
+            self.idx_cumulative_length.clamp_(max=self.cumulative_length)
