@@ -112,7 +112,8 @@ audit: $(STAMP) $(STAMP_MAIN) $(STAMP_25)
 # Cache.crop benchmarks, stock vs fixed (issue 5), in each target's venv: each writes its target's section of
 # docs/source/en/benchmarks.md and crop_latency_<target>.png; then assisted decoding with linear attention assistants
 # (issue 12), on each target, which writes its own sections of benchmarks.md
-bench: $(STAMP) $(STAMP_MAIN)
+bench: $(STAMP) $(STAMP_MAIN) $(STAMP_25)
+	$(PY_25) benchmarks/bench_crop.py
 	$(PY_MAIN) benchmarks/bench_crop.py
 	$(PY) benchmarks/bench_crop.py
 	$(PY) benchmarks/bench_assisted_history.py

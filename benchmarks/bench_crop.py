@@ -2,10 +2,10 @@
 
 Every figure is measured in this one process, with stock, fixed and the floor (the bare tensor work of a crop)
 interleaved round by round, and reported as a median with its interquartile range. It writes the section of the
-installed target (5.14.x: `v5_14`, 5.24.x: `v5_24`) of `docs/source/en/benchmarks.md`, keeping the other sections,
+installed target (5.14.x: `v5_14`, 5.24.x: `v5_24`, 5.25.x: `v5_25`) of `docs/source/en/benchmarks.md`, keeping the other sections,
 and `docs/source/en/crop_latency_<target>.png`.
 
-    make bench                                         # both targets, each in its venv
+    make bench                                         # every target, each in its venv
     .venv/bin/python benchmarks/bench_crop.py --quick --out-dir /tmp/bench   # tiny sizes, seconds (smoke test)
 """
 
@@ -42,8 +42,8 @@ TARGET = target_for(transformers.__version__)
 # From 5.15 on, `crop(0)` removes nothing (the argument is `tokens_to_remove`); on 5.14 it empties the cache
 ZERO_REMOVES_NOTHING = TARGET is not None and TARGET.name != "v5_14"
 # The page's target sections, the `main` target first
-SECTION_ORDER = ("v5_24", "v5_14")
-VENVS = {"v5_14": ".venv", "v5_24": ".venv-v5_24"}
+SECTION_ORDER = ("v5_25", "v5_24", "v5_14")
+VENVS = {"v5_14": ".venv", "v5_24": ".venv-v5_24", "v5_25": ".venv-v5_25"}
 DEFAULT_OUT_DIR = REPO / "docs" / "source" / "en"
 VARIANTS = ("stock", "fixed", "floor")
 NUM_HEADS, HEAD_DIM, DTYPE = 8, 128, torch.float32
