@@ -59,6 +59,12 @@ class UnlimitedOcrStaticReferenceSlidingWindowLayer:
         sliding_length = self.cumulative_length_int
         # Validates the argument, checks the whole layer (see `_check_crop`), then crops the sliding window part
         StaticSlidingWindowLayer.crop(self, tokens_to_remove)
+        # Clear the freed sliding slots (host-side bounds, no device sync): the layer then holds what a layer that only saw
+        # the kept tokens holds
+        if self.is_initialized and self.cumulative_length_int < sliding_length:
+            start = self.cumulative_length_int if sliding_length <= self.max_cache_len else 0
+            self.keys[:, :, start : min(sliding_length, self.max_cache_len)].zero_()
+            self.values[:, :, start : min(sliding_length, self.max_cache_len)].zero_()
         prefill_tokens_to_remove = -int(tokens_to_remove) - sliding_length
         if prefill_tokens_to_remove > 0 and self.is_initialized:
             new_prefill_length = max(self.prefill_cumulative_length - prefill_tokens_to_remove, 0)
