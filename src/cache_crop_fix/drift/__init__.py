@@ -30,7 +30,7 @@ from .release import DriftError, Release, check_version, fetch, newest_version
 from .report import DriftReport, render, render_audit, render_diffs
 from .stacks import check_stack, sdist_repo
 from .stock_audit import ensure_venv, install_release, run_stock_audit
-from .surface import call_sites, layer_classes, new_call_sites, new_layer_classes
+from .surface import Surface, new_call_sites, new_layer_classes, surface
 
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
@@ -39,24 +39,30 @@ PRINTED_ITEMS = 15  # per list, on the terminal; the report file lists everythin
 __all__ = ["DriftError", "DriftReport", "drift", "main", "nearest_target"]
 
 
+def _position(version: str) -> int:
+    """A number that orders releases and measures how far apart two release lines are."""
+    major, minor, micro = (list(Version(version).release) + [0, 0])[:3]
+    return major * 1_000_000 + minor * 1_000 + micro
+
+
+def _by_distance(version: str) -> list[Target]:
+    """Every target, the nearest to `version` first (of two as near, the earlier one)."""
+    return sorted(
+        TARGETS, key=lambda t: (abs(_position(t.sdist_version) - _position(version)), _position(t.sdist_version))
+    )
+
+
 def nearest_target(version: str) -> tuple[Target, str]:
-    """The target that supports `version`, else the newest one released before it, else the oldest; and why."""
+    """The target that supports `version`, else the nearest release line; and why it was chosen."""
     found = target_for(version)
     if found is not None:
         return found, "supports it"
-    earlier = [target for target in TARGETS if Version(target.sdist_version) <= Version(version)]
-    if earlier:
-        return max(earlier, key=lambda target: Version(target.sdist_version)), "the nearest earlier target"
-    return min(TARGETS, key=lambda target: Version(target.sdist_version)), "the nearest later target"
+    return _by_distance(version)[0], "the nearest target"
 
 
 def audit_table_for(target: Target) -> str | None:
     """The audit table to run for `target`: its own, else that of the nearest target that has one."""
-    names = [target.name] + [
-        other.name
-        for other in sorted(TARGETS, key=lambda t: abs(Version(t.sdist_version) - Version(target.sdist_version)))
-        if other is not target
-    ]
+    names = [target.name] + [other.name for other in _by_distance(target.sdist_version) if other is not target]
     return next((name for name in names if importlib.util.find_spec(f"cache_crop_fix.audit.{name}")), None)
 
 
@@ -85,9 +91,8 @@ def drift(
     if reference is None:
         reference = _reference_if_cached(target, cache_dir)
     methods = compare_methods(target.fingerprints, release, reference)
-    old_layers = layer_classes(reference) if reference else []
-    old_calls = call_sites(reference) if reference else []
-    layers, calls = layer_classes(release), call_sites(release)
+    old = surface(reference) if reference else Surface([], [])
+    new = surface(release)
     repo = sdist_repo(release, folder / "sdist", log)
     try:
         stacks = [check_stack(each, repo, version, dist_dir) for each in TARGETS]
@@ -99,10 +104,10 @@ def drift(
         reference.version if reference else "(not available)",
         chosen,
         methods,
-        new_layer_classes(old_layers, layers),
-        new_layer_classes(layers, old_layers),
-        new_call_sites(old_calls, calls),
-        new_call_sites(calls, old_calls),
+        new_layer_classes(old.layers, new.layers),
+        new_layer_classes(new.layers, old.layers),
+        new_call_sites(old.calls, new.calls),
+        new_call_sites(new.calls, old.calls),
         stacks,
     )
     if reference is None:

@@ -37,12 +37,15 @@ class Release:
             raise TypeError(f"Release.wheel must be a pathlib.Path, not {type(self.wheel).__name__}")
 
     @cached_property
-    def _names(self) -> frozenset[str]:
+    def _archive(self) -> zipfile.ZipFile:
         try:
-            with zipfile.ZipFile(self.wheel) as archive:
-                return frozenset(archive.namelist())
+            return zipfile.ZipFile(self.wheel)
         except (OSError, zipfile.BadZipFile) as error:
             raise DriftError(f"{self.wheel} is not a readable wheel: {error}") from error
+
+    @cached_property
+    def _names(self) -> frozenset[str]:
+        return frozenset(self._archive.namelist())
 
     def paths(self, prefix: str = "", suffix: str = ".py") -> list[str]:
         """The wheel's files under `prefix` ending with `suffix`, relative to the wheel's root, sorted."""
@@ -52,8 +55,7 @@ class Release:
         """The text of `path` (e.g. `transformers/cache_utils.py`) in the wheel, or `None` when it has no such file."""
         if path not in self._names:
             return None
-        with zipfile.ZipFile(self.wheel) as archive:
-            return archive.read(path).decode("utf-8")
+        return self._archive.read(path).decode("utf-8")
 
     def module_of(self, qualname: str) -> tuple[str, str] | None:
         """Splits `transformers.cache_utils.Cache.crop` into the wheel path of its module and the name in it
@@ -99,6 +101,13 @@ def fetch(version: str, cache_dir: Path, wheel: Path | None = None, sdist: Path 
     wheel = _local(wheel, cache_dir) if wheel is not None else _download(version, cache_dir, binary=True)
     sdist = _local(sdist, cache_dir) if sdist is not None else _download(version, cache_dir, binary=False)
     return Release(version, wheel, sdist)
+
+
+def fetch_wheel(version: str, cache_dir: Path, wheel: Path | None = None) -> Release:
+    """The wheel of `version` only (see `fetch`)."""
+    version = check_version(version)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    return Release(version, _local(wheel, cache_dir) if wheel is not None else _download(version, cache_dir, True))
 
 
 def _local(path: Path, cache_dir: Path) -> Path:

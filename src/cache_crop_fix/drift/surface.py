@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections import Counter
 from dataclasses import dataclass
 
@@ -15,9 +16,10 @@ CACHE_UTILS = "transformers/cache_utils.py"
 LAYER_ROOTS = frozenset({"CacheLayerMixin"})  # every cache layer derives from it
 CALLED = frozenset({"crop", "activate_past_recording"})
 READ = frozenset({"is_croppable"})
-# Cheap text filters: a file that mentions none of these has nothing to find
-_CLASS_HINTS = ("Layer", "def crop")
-_CALL_HINTS = ("crop", "activate_past_recording", "is_croppable")
+# Cheap text filters, so that only the few files with something to find are parsed
+_CLASS_HEAD = re.compile(r"^class (\w+)\(([^)]*)\)", re.MULTILINE)
+_DEFINES_CROP = re.compile(r"^\s+def crop\(", re.MULTILINE)
+_CALL_HINT = re.compile(r"\.(?:crop|activate_past_recording)\(|\.is_croppable\b")
 
 
 @dataclass(frozen=True, order=True)
@@ -52,10 +54,7 @@ def _model_files(release: Release) -> list[str]:
     return [path for path in release.paths("transformers/models/") if path.rsplit("/", 1)[-1].startswith("modeling_")]
 
 
-def _parse(release: Release, path: str, hints: tuple[str, ...]) -> ast.Module | None:
-    source = release.read(path)
-    if source is None or not any(hint in source for hint in hints):
-        return None
+def _parse(source: str) -> ast.Module | None:
     try:
         return ast.parse(source)
     except SyntaxError:
@@ -72,20 +71,20 @@ def _base_name(node: ast.expr) -> str:
     return ast.unparse(node)
 
 
-def layer_classes(release: Release) -> list[LayerClass]:
-    """The classes that derive from a cache layer (by base class name, across files) or define `crop`."""
+def _layer_classes(path: str, tree: ast.Module) -> list[LayerClass]:
     classes = []
-    for path in [CACHE_UTILS, *_model_files(release)]:
-        tree = _parse(release, path, _CLASS_HINTS)
-        if tree is None:
-            continue
-        for node in tree.body:
-            if isinstance(node, ast.ClassDef):
-                defines_crop = any(
-                    isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)) and member.name == "crop"
-                    for member in node.body
-                )
-                classes.append(LayerClass(path, node.name, tuple(_base_name(b) for b in node.bases), defines_crop))
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            defines_crop = any(
+                isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)) and member.name == "crop"
+                for member in node.body
+            )
+            classes.append(LayerClass(path, node.name, tuple(_base_name(b) for b in node.bases), defines_crop))
+    return classes
+
+
+def _only_layers(classes: list[LayerClass]) -> list[LayerClass]:
+    """The classes that derive from a cache layer (by base class name, across files) or define `crop`."""
     layers = set(LAYER_ROOTS)
     changed = True
     while changed:  # the subclasses of subclasses, wherever they are defined
@@ -123,17 +122,51 @@ class _CallFinder(ast.NodeVisitor):
         self.found.append(CallSite(self.path, ".".join(self.scope), code, node.lineno))
 
 
-def call_sites(release: Release) -> list[CallSite]:
-    """Every `.crop(...)`, `.activate_past_recording(...)` and `.is_croppable` in `generation/` and the models."""
-    paths = release.paths("transformers/generation/") + _model_files(release)
-    found = []
-    for path in paths:
-        tree = _parse(release, path, _CALL_HINTS)
-        if tree is not None:
+@dataclass(frozen=True)
+class Surface:
+    layers: list[LayerClass]  # the cache layer classes
+    calls: list[CallSite]  # the call sites in generation/ and the models
+
+
+def _layer_names(heads: dict[str, list[tuple[str, str]]]) -> set[str]:
+    """The names of the classes that derive from a cache layer, from the class heads (name, bases text) of each file."""
+    layers = set(LAYER_ROOTS)
+    changed = True
+    while changed:  # the subclasses of subclasses, wherever they are defined
+        changed = False
+        for found in heads.values():
+            for name, bases in found:
+                if name not in layers and set(re.findall(r"\w+", bases)) & layers:
+                    layers.add(name)
+                    changed = True
+    return layers
+
+
+def surface(release: Release) -> Surface:
+    """The cache layer classes (in `cache_utils.py` and the models) and the call sites (in `generation/` and the
+    models) of `release`. Only the files whose text may hold one are parsed."""
+    models = _model_files(release)
+    sources = {
+        path: release.read(path) or "" for path in [CACHE_UTILS, *release.paths("transformers/generation/"), *models]
+    }
+    heads = {path: _CLASS_HEAD.findall(sources[path]) for path in [CACHE_UTILS, *models]}
+    layer_names = _layer_names(heads)
+    classes, calls = [], []
+    for path, source in sources.items():
+        is_layer_file = path in heads and (
+            _DEFINES_CROP.search(source) or any(name in layer_names for name, _ in heads[path])
+        )
+        is_call_file = path != CACHE_UTILS and _CALL_HINT.search(source)
+        tree = _parse(source) if is_layer_file or is_call_file else None
+        if tree is None:
+            continue
+        if is_layer_file:
+            classes += _layer_classes(path, tree)
+        if is_call_file:
             finder = _CallFinder(path)
             finder.visit(tree)
-            found += finder.found
-    return sorted(found)
+            calls += finder.found
+    return Surface(_only_layers(classes), sorted(calls))
 
 
 def new_layer_classes(old: list[LayerClass], new: list[LayerClass]) -> list[LayerClass]:
