@@ -473,7 +473,7 @@ def test_export_commits_a_stack_of_minimal_ruff_clean_commits(synthetic):
     # The fork branch is the top of the stack and one commit that gives it a local version (no pull request has it)
     assert _git(repo, "rev-parse", f"{exporter.BRANCH}~1") == _git(repo, "rev-parse", second)
     sha = _git(repo, "rev-parse", "--short=10", second)
-    assert report.fork_version == f"5.14.1+cachecropfix.{sha}"
+    assert report.fork_version == f"5.14.1+cachecropfix.g{sha}"
     assert _git(repo, "diff", "--name-only", second, exporter.BRANCH).split() == ["src/transformers/__init__.py"]
     assert (
         _git(repo, "show", f"{exporter.BRANCH}:src/transformers/__init__.py")

@@ -62,7 +62,7 @@ class ExportReport:
     verification: VerifyReport | None
     seconds: float
     verified_now: bool = True
-    fork_version: str = ""  # the local version of the fork branch (`fix-cache-crop`): 5.14.1+cachecropfix.<stack>
+    fork_version: str = ""  # the local version of the fork branch (`fix-cache-crop`): 5.14.1+cachecropfix.g<stack>
 
     @property
     def ok(self) -> bool:

@@ -1,6 +1,7 @@
 """The fork branch says what it is: one commit on top of the stack, on `fix-cache-crop` only (never in a pull request's
-commits), gives transformers a PEP 440 local version, `5.14.1+cachecropfix.<short sha of the stack>`, in `setup.py` and
-`__version__` alike. `pip freeze`, `transformers env` and bug reports then tell the fork from the release, while
+commits), gives transformers a PEP 440 local version, `5.14.1+cachecropfix.g<short sha of the stack>`, in `setup.py`
+and `__version__` alike (the `g`, as in `git describe`, keeps an all-digit sha from being normalized: PEP 440 reads
+`0123` as the number 123). `pip freeze`, `transformers env` and bug reports then tell the fork from the release, while
 `==5.14.1` pins and transformers' own version checks still accept it (a local version matches its public version).
 """
 
@@ -22,7 +23,7 @@ _SETUP_VERSION = re.compile(r'^(\s*version\s*=\s*")([^"]+)(")', re.MULTILINE)
 
 
 def local_version(version: str, stack_commit: str) -> str:
-    """`5.14.1`, `0123456789abcdef...` -> `5.14.1+cachecropfix.0123456789` (a local version already there is
+    """`5.14.1`, `0123456789abcdef...` -> `5.14.1+cachecropfix.g0123456789` (a local version already there is
     replaced)."""
     if not isinstance(version, str) or not isinstance(stack_commit, str):
         raise TypeError(
@@ -35,7 +36,7 @@ def local_version(version: str, stack_commit: str) -> str:
         public = Version(version).public
     except InvalidVersion:
         raise ValueError(f"{version!r} is not a PEP 440 version") from None
-    return f"{public}+{LOCAL_LABEL}.{stack_commit[:10]}"
+    return f"{public}+{LOCAL_LABEL}.g{stack_commit[:10]}"
 
 
 def versioned_sources(init: str | None, setup_py: str | None, stack_commit: str) -> tuple[str, dict[str, str]]:
