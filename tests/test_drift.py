@@ -242,6 +242,8 @@ def test_nearest_target_and_clear_errors():
 def test_new_target_adds_files_that_status_and_tests_pick_up(releases, tmp_path):
     root = tmp_path / "project"
     shutil.copytree(SRC, root / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for name in ("requirements-v5_25.txt", "requirements-v5_25-nodeps.txt"):
+        shutil.copyfile(SRC.parent / name, root / name)
     source = get_target("v5_25")
     release = Release("5.26.0", _wheel(tmp_path / "files", "5.26.0", {"transformers/cache_utils.py": NEW_CACHE_UTILS}))
     written, gone = new_target.create_target(release, source, root)
@@ -256,8 +258,12 @@ def test_new_target_adds_files_that_status_and_tests_pick_up(releases, tmp_path)
             "tests/v5_26/__init__.py",
             "tests/v5_26/utils/__init__.py",
             "tests/v5_26/utils/test_cache_utils.py",
+            "requirements-v5_26.txt",
+            "requirements-v5_26-nodeps.txt",
         ]
     )
+    assert (root / "requirements-v5_26-nodeps.txt").read_text().endswith("\ntransformers==5.26.0\n")
+    assert "(.venv-v5_26, made by" in (root / "requirements-v5_26.txt").read_text()
     assert "transformers.cache_utils.LinearAttentionLayer.update_conv_state" in gone
     table = (root / "src/cache_crop_fix/targets/v5_26.py").read_text()
     assert "#   transformers.cache_utils.LinearAttentionLayer.update_conv_state" in table

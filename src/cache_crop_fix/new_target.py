@@ -7,7 +7,8 @@ Adding a target is adding files, made from the nearest target (or `--from`):
   listed in a comment);
 - `src/cache_crop_fix/overlay/<new>/`: the same step packages, empty (the fix on the new release is the work left);
 - `src/cache_crop_fix/audit/<new>.py`: the nearest audit table, for the new target;
-- `tests/<new>/utils/`: the upstream-style tests' folder, with a placeholder test.
+- `tests/<new>/utils/`: the upstream-style tests' folder, with a placeholder test;
+- `requirements-<new>.txt` (and `-nodeps.txt`): its venv's requirements, for `make test-<new>`.
 
 The patcher, exporter, audit and CLI find the new target from its table. What is left to do is printed.
 """
@@ -183,6 +184,28 @@ def _docstring(path: Path) -> str | None:
     return None
 
 
+def requirements_files(root: Path, source: Target, name: str, version: str) -> dict[Path, str]:
+    """The environment of the new target (`.venv-<new>`, made by `make test-<new>`): the nearest target's requirements
+    files that pin transformers (`requirements-<target>.txt`, and `-nodeps.txt` installed with `--no-deps`), with the
+    new release pinned instead."""
+    for candidate in [source, *(t for t in TARGETS if t is not source)]:
+        found = {
+            suffix: root / f"requirements-{candidate.name}{suffix}.txt"
+            for suffix in ("", "-nodeps")
+            if (root / f"requirements-{candidate.name}{suffix}.txt").exists()
+        }
+        if found:
+            break
+    else:
+        return {}
+    files = {}
+    for suffix, path in found.items():
+        text = path.read_text().replace(candidate.name, name)
+        text = re.sub(r"^transformers==\S+", f"transformers=={version}", text, flags=re.MULTILINE)
+        files[root / f"requirements-{name}{suffix}.txt"] = text
+    return files
+
+
 def create_target(
     release: Release, source: Target, root: Path = PROJECT_ROOT, name: str | None = None
 ) -> tuple[list[Path], list[str]]:
@@ -218,6 +241,7 @@ def create_target(
         if count != 1:
             raise ValueError(f'audit/{audit_source}.py does not name its target once (`target="{audit_source}"`)')
         files[package / "audit" / f"{name}.py"] = audit
+    files.update(requirements_files(root, source, name, release.version))
     tests = root / "tests" / name
     files[tests / "__init__.py"] = ""
     files[tests / "utils" / "__init__.py"] = ""
@@ -257,8 +281,8 @@ def main(argv: list[str] | None = None) -> int:
         f"  - write each step's overlay in src/cache_crop_fix/overlay/{name}/ (`drift {version} --against "
         f"{source.name}` lists what changed) and its tests in tests/{name}/utils/\n"
         f"  - review the audit cases in src/cache_crop_fix/audit/{name}.py\n"
-        "  - add the new line to the transformers requirement in pyproject.toml, and a requirements file and venv "
-        "for it\n"
+        f"  - check requirements-{name}*.txt (for `make test-{name}`), and add the new line to the transformers "
+        "requirement in pyproject.toml\n"
         f"  - check with `python -m cache_crop_fix status` under transformers {version}, then `make branch`"
     )
     return 0
