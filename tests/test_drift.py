@@ -340,3 +340,12 @@ def test_fork_version_sets_setup_py_and_init_alike():
     assert f'    version="{version}",  # expected format' in sources["setup.py"]
     # A checkout whose setup.py sets no version: only `__version__`
     assert list(versioned_sources(init, "setup()\n", "c" * 40)[1]) == ["src/transformers/__init__.py"]
+
+
+def test_stock_audit_names_every_verdict_of_the_audit():
+    from cache_crop_fix.audit import common
+    from cache_crop_fix.drift.stock_audit import KINDS, StockAudit
+
+    assert set(KINDS) == {common.CORRECT, common.REFUSED, common.INCONSISTENT, common.CRASH}
+    rows = (("f", "s", "`crop(-1)`", "exact", ""), ("f", "s", "`crop(2)`", "wrong", "kept 3"))
+    assert StockAudit("v5_24", rows).counts() == {"exact": 1, "refused": 0, "wrong": 1, "crash": 0}

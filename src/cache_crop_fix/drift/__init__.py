@@ -9,7 +9,8 @@ For a release (by default the newest on the package index), its wheel and sdist 
 - `stock_audit` (`--audit`) the target's audit cases on the release's stock transformers, in a venv of its own
 
 The report is printed (lists shortened) and written in full next to the diffs. Exit status: 0 when nothing changed
-for the target, 1 when something did, 2 when drift could not tell (no network, a missing file, ...).
+for the target, 1 when something did, 2 when drift could not tell (no network, a missing file, an audit that could not
+run, ...).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from packaging.version import Version
 from ..export.shell import ExportError
 from ..targets import TARGETS, Target, get_target, target_for
 from .methods import compare_methods
-from .release import DriftError, Release, check_version, fetch, newest_version
+from .release import DriftError, Release, check_version, fetch, fetch_wheel, newest_version
 from .report import DriftReport, render, render_audit, render_diffs
 from .stacks import check_stack, sdist_repo
 from .stock_audit import ensure_venv, install_release, run_stock_audit
@@ -87,8 +88,9 @@ def drift(
         raise TypeError(f"target must be a Target (see cache_crop_fix.targets), not {type(target).__name__}")
     folder = cache_dir / version
     release = fetch(version, folder, wheel, sdist)
-    reference = fetch(target.sdist_version, cache_dir / target.sdist_version) if wheel is None else None
-    if reference is None:
+    if wheel is None:
+        reference = fetch_wheel(target.sdist_version, cache_dir / target.sdist_version)
+    else:  # offline: the target's release is compared only when its wheel is in the cache already
         reference = _reference_if_cached(target, cache_dir)
     methods = compare_methods(target.fingerprints, release, reference)
     old = surface(reference) if reference else Surface([], [])
@@ -123,7 +125,7 @@ def drift(
 
 
 def _reference_if_cached(target: Target, cache_dir: Path) -> Release | None:
-    """With local files (offline), the target's release is compared only when its wheel is already in the cache."""
+    """The wheel of the target's release, if the cache has it."""
     wheels = sorted((cache_dir / target.sdist_version).glob(f"transformers-{target.sdist_version}-*.whl"))
     return Release(target.sdist_version, wheels[0]) if wheels else None
 
@@ -133,9 +135,13 @@ def _stock_audit(report: DriftReport, release: Release, target: Target, cache_di
     if table is None:
         report.audit_note = "no target has an audit table"
         return
-    python = ensure_venv(cache_dir / "audit-venv", log)
-    missing = install_release(python, release, cache_dir / release.version / "site", log)
-    report.audit = run_stock_audit(python, cache_dir / release.version / "site", table)
+    try:
+        python = ensure_venv(cache_dir / "audit-venv", log)
+        missing = install_release(python, release, cache_dir / release.version / "site", log)
+        report.audit = run_stock_audit(python, cache_dir / release.version / "site", table)
+    except DriftError as error:  # the rest of the report stands
+        report.audit_note = f"could not run: {error}"
+        return
     notes = [f"not installable here (left out): {', '.join(missing)}"] if missing else []
     if table != target.name:
         notes.append(f"{target.name} has no audit table of its own")
@@ -172,4 +178,6 @@ def main(argv: list[str] | None = None) -> int:
     print(render(report, PRINTED_ITEMS), end="")
     print(f"report: {args.cache_dir.resolve() / report.version / (report.target.name + '-report.txt')}")
     print(f"time: {time.monotonic() - start:.0f} s")
-    return 1 if report.changes() else 0
+    if report.changes():
+        return 1
+    return 2 if args.audit and report.audit is None else 0
