@@ -252,14 +252,13 @@ def test_new_target_adds_files_that_status_and_tests_pick_up(releases, tmp_path)
         [
             "src/cache_crop_fix/targets/v5_26.py",
             "src/cache_crop_fix/overlay/v5_26/__init__.py",
-            "src/cache_crop_fix/overlay/v5_26/step1_clamp/__init__.py",
-            "src/cache_crop_fix/overlay/v5_26/step2_history/__init__.py",
             "src/cache_crop_fix/audit/v5_26.py",
             "tests/v5_26/__init__.py",
             "tests/v5_26/utils/__init__.py",
             "tests/v5_26/utils/test_cache_utils.py",
             "requirements-v5_26.txt",
             "requirements-v5_26-nodeps.txt",
+            *(f"src/cache_crop_fix/overlay/v5_26/{step.package}/__init__.py" for step in source.steps),
         ]
     )
     assert (root / "requirements-v5_26-nodeps.txt").read_text().endswith("\ntransformers==5.26.0\n")
