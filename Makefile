@@ -84,7 +84,7 @@ test-main: $(STAMP_MAIN)
 # models, and the numeric ones again on the portable kernels
 V5_25_TESTS := tests/v5_25 tests/test_generation_main_hybrid.py
 test-v5_25: $(STAMP_25)
-	$(PY_25) -m pytest -n auto --dist loadfile $(V5_25_TESTS)
+	$(PY_25) -m pytest -n auto --dist loadfile $(V5_25_TESTS) tests/test_audit.py
 	ATEN_CPU_CAPABILITY=default $(PY_25) -m pytest -q $(V5_25_TESTS)
 
 test-default-kernels: $(STAMP)
@@ -103,7 +103,9 @@ branch: $(STAMP)
 
 # The stock-vs-fixed audit of every cache layer type: each target's section of docs/source/en/cache_crop_audit.md, in
 # that target's venv
-audit: $(STAMP) $(STAMP_MAIN)
+# (`-`: the audit exits 1 while the 5.25 fix still has wrong cases; it writes its section all the same)
+audit: $(STAMP) $(STAMP_MAIN) $(STAMP_25)
+	$(PY_25) -m cache_crop_fix audit
 	$(PY_MAIN) -m cache_crop_fix audit
 	$(PY) -m cache_crop_fix audit
 

@@ -1,7 +1,8 @@
 """The audit of every cache layer type (`python -m cache_crop_fix audit`), for the target of the installed
 transformers: the fixed column has no inconsistent case and no crash, the audit finds the bugs of stock transformers
 (verdicts written here from each release's semantics, not produced by the audit), and its checked-in section is up to
-date (a regeneration check only). Runs under both venvs.
+date (a regeneration check only). Runs under every target's venv (on 5.25 the fix is not finished: its remaining wrong
+cases are listed in `KNOWN_FIXED_PROBLEMS_V5_25`, and none may be added).
 
 The audit runs stock and fixed side by side itself (it reverts and re-applies the fix), so these tests give the same
 results with and without `pytest --stock`.
@@ -43,14 +44,43 @@ def test_regeneration_check_checked_in_audit_section_matches_the_generator():
     assert audit.section_of(page, TARGET) == audit.render_section(list(_rows())), (
         f"the {TARGET} section of {AUDIT_DOC} is out of date: run `python -m cache_crop_fix audit` under it"
     )
-    # Both targets' sections are on the page, the main target first
-    assert page.index("<!-- audit v5_24: begin -->") < page.index("<!-- audit v5_14: begin -->")
+    # Every target's section is on the page, the main target (upstream `main`) first
+    assert (
+        page.index("<!-- audit v5_25: begin -->")
+        < page.index("<!-- audit v5_24: begin -->")
+        < page.index("<!-- audit v5_14: begin -->")
+    )
+
+
+# What the 5.25 fix still gets wrong: nothing since its step 6. Should a case go wrong while a step is in progress, list it
+# here (`test_fixed_column_has_no_inconsistent_case_and_no_crash` then tolerates it and says when it is fixed).
+KNOWN_FIXED_PROBLEMS_V5_25: set[tuple[str, str, str]] = set()
+KNOWN_FIXED_PROBLEMS = KNOWN_FIXED_PROBLEMS_V5_25 if TARGET == "v5_25" else set()
+
+
+def _wrong_cases(side):
+    return {
+        (row.case.family, row.case.scenario, row.case.argument): str(getattr(row, side))
+        for row in _rows()
+        if getattr(row, side).kind in (audit.INCONSISTENT, audit.CRASH)
+    }
 
 
 def test_fixed_column_has_no_inconsistent_case_and_no_crash():
-    assert _problems("fixed") == []
+    """On 5.14 and 5.24: none. On 5.25 (the fix in progress): none beyond the known ones, and a known one that is
+    fixed must leave the list (so that it cannot come back unnoticed)."""
+    wrong = _wrong_cases("fixed")
+    new = {case: outcome for case, outcome in wrong.items() if case not in KNOWN_FIXED_PROBLEMS}
+    assert not new, f"wrong with the fix (not known): {new}"
+    fixed_now = KNOWN_FIXED_PROBLEMS - set(wrong)
+    assert not fixed_now, f"now right with the fix: remove them from KNOWN_FIXED_PROBLEMS_V5_25: {fixed_now}"
     counts = audit.counts(list(_rows()), "fixed")
     assert counts[audit.CORRECT] > 0 and counts[audit.REFUSED] > 0, counts
+
+
+def test_fixed_column_has_no_wrong_case_at_all():
+    """Issue 19's "done when": the audit has 0 wrong cases with the fix."""
+    assert _problems("fixed") == []
 
 
 def test_the_installed_target_is_audited():
@@ -90,6 +120,39 @@ def test_stock_column_shows_the_reported_bugs_v5_24():
     assert len(_problems("stock")) > 60
 
 
+@pytest.mark.skipif(TARGET != "v5_25", reason="5.25.0's bugs")
+def test_stock_column_shows_the_reported_bugs_v5_25():
+    """The audit can tell (issue 19): on stock 5.25.0 a verification of N+1 tokens rolls back to the state from before
+    it, state indices share one history, a removal past the history raises after changing the counter, `reset` keeps
+    the previous sequence's history, and the static hybrids never crop their attention part."""
+    stock = {(row.case.family, row.case.scenario, row.case.argument): row.stock for row in _rows()}
+    family = "LinearAttentionLayer (conv kernel 2), after a DynamicLayer"
+    verification = stock[
+        (family, "N=2, 3 tokens at once (a verification of N+1 tokens: no state after the first)", "`crop(-2)`")
+    ]
+    assert verification.kind == audit.INCONSISTENT and "recurrent state[0] 0, expected 1" in verification.detail
+    shared = stock[
+        (
+            "LinearAttentionLayer (number_of_states=2, conv kernel 2), after a DynamicLayer",
+            "N=3, 3 tokens at once",
+            "`crop(-1)`",
+        )
+    ]
+    assert "recurrent state[0] 102, expected 2" in shared.detail  # state 0 restored from state 1's history
+    beyond = stock[(family, "N=3, 3 tokens at once (every token's state handed over)", "`crop(-5)`")]
+    assert beyond.kind == audit.INCONSISTENT and "raised IndexError after changing" in beyond.detail
+    sequences = f"{family}: crop sequences"
+    after_reset = stock[
+        (sequences, "3 tokens at once after `reset()` of a 5-token sequence (decoded 1 by 1), N=2", "`crop(-3)`")
+    ]
+    assert "recurrent state[0] 4, expected None" in after_reset.detail  # a state of the previous sequence
+    static_hybrid = stock[
+        ("LinearAttentionAndStaticFullAttentionLayer (max_cache_len 8)", "N=3, 3 tokens at once", "`crop(-1)`")
+    ]
+    assert "get_seq_length() 3, expected 2" in static_hybrid.detail
+    assert len(_problems("stock")) > 100
+
+
 def test_every_layer_type_is_audited():
     from transformers import cache_utils
 
@@ -113,7 +176,7 @@ def test_every_layer_type_is_audited():
         "DeepseekV4HCACache",
         "DeepseekV4CSACache",
     }
-    if TARGET == "v5_24":
+    if TARGET in ("v5_24", "v5_25"):
         # New in 5.24: `Fp8QuantizedLayer` and the indexed layers are found above; `DummyLayer` (a placeholder that
         # is no attention or linear attention layer), `DFlashCache` and UnlimitedOcr's layers are listed here
         assert {"Fp8QuantizedLayer", "DynamicIndexedLayer", "StaticIndexedLayer"} <= layer_classes
@@ -147,13 +210,15 @@ def test_main_writes_its_section_and_checks_it(tmp_path, capsys, outdated):
     other = "v5_14" if TARGET == "v5_24" else "v5_24"
     other_section = f"<!-- audit {other}: begin -->\nthe other target's tables\n<!-- audit {other}: end -->\n"
     output.write_text(other_section)
-    assert audit.main(["--output", str(output)]) == 0
+    # `main` exits 1 while the fix has wrong cases (on 5.25 for now), whatever it wrote
+    wrong = 1 if _problems("fixed") else 0
+    assert audit.main(["--output", str(output)]) == wrong
     page = output.read_text()
     assert audit.section_of(page, TARGET) == audit.render_section(list(_rows()))
     assert audit.section_of(page, other) == other_section, "the other target's section must be kept"
     if outdated:
         output.write_text(page.replace("| correct | correct |", "| correct | edited by hand |", 1))
-    assert audit.main(["--check", "--output", str(output)]) == (1 if outdated else 0)
+    assert audit.main(["--check", "--output", str(output)]) == (1 if outdated else wrong)
     captured = capsys.readouterr()
     assert audit.summary_line(list(_rows())) in captured.out
     assert ("out of date" in captured.err) == outdated
@@ -305,7 +370,77 @@ EXPECTED_VERDICTS_V5_24 = {
     ("Arguments (`DynamicCache`, 3 tokens)", "invalid", "`crop(False)`"): (INCONSISTENT, REFUSED),
     ("Arguments (`DynamicCache`, 3 tokens)", "valid", "`crop(tokens_to_remove=-1)`"): (CORRECT, CORRECT),
 }
-EXPECTED_VERDICTS = {"v5_14": EXPECTED_VERDICTS_V5_14, "v5_24": EXPECTED_VERDICTS_V5_24}[TARGET]
+
+# The same for 5.25.0, from its semantics (as 5.24's) and the causes issue 19 lists. Linear attention layers get
+# per-token recurrent states (N = `recurrent_states_to_keep`); the state after token p encodes p.
+_LINEAR = "LinearAttentionLayer (conv kernel 2), after a DynamicLayer"
+_VERIFICATION = "N=2, 3 tokens at once (a verification of N+1 tokens: no state after the first)"
+EXPECTED_VERDICTS_V5_25 = {
+    ("DynamicLayer", "3 tokens", "`crop(2)`"): (REFUSED, REFUSED),
+    ("DynamicLayer", "3 tokens", "`crop(-5)`"): (CORRECT, CORRECT),
+    # The static counters went negative (the clamp)
+    ("StaticLayer (max_cache_len 8)", "3 tokens", "`crop(-5)`"): (INCONSISTENT, CORRECT),
+    # Cause 1: N+1 tokens verified with N states; every draft rejected restores the state from before the forward.
+    # The state after the first token was never handed over: the fix refuses
+    (_LINEAR, _VERIFICATION, "`crop(-2)`"): (INCONSISTENT, REFUSED),
+    (_LINEAR, "N=1, 3 tokens at once (no state before the last token)", "`crop(-1)`"): (INCONSISTENT, REFUSED),
+    # A rollback the history covers restores the right state, but stock assigns it (its static address is lost)
+    (_LINEAR, _VERIFICATION, "`crop(-1)`"): (INCONSISTENT, CORRECT),
+    (_LINEAR, "N=3, 3 tokens at once (every token's state handed over)", "`crop(-2)`"): (INCONSISTENT, CORRECT),
+    (_LINEAR, "conv states only (LFM2), N=1, 3 tokens at once", "`crop(-1)`"): (CORRECT, CORRECT),
+    # Cause 4: not clamped, the history indexed past its start after the counter moved
+    (_LINEAR, "N=3, 3 tokens at once (every token's state handed over)", "`crop(-5)`"): (INCONSISTENT, CORRECT),
+    (_LINEAR, "conv states only (LFM2), N=1, 3 tokens at once", "`crop(-5)`"): (INCONSISTENT, CORRECT),
+    # Cause 3: one history list shared by the states of a layer
+    (
+        "LinearAttentionLayer (number_of_states=2, conv kernel 2), after a DynamicLayer",
+        "N=3, 3 tokens at once",
+        "`crop(-1)`",
+    ): (INCONSISTENT, CORRECT),
+    # Cause 5: a second rollback, `crop(0)` then `crop(-1)`, `reset`, the default N, never recorded or never updated
+    (
+        f"{_LINEAR}: crop sequences",
+        "2 tokens left by `crop(-1)` of 3 tokens at once, N=3 (a second rollback in a row)",
+        "`crop(-1)`",
+    ): (INCONSISTENT, REFUSED),
+    (f"{_LINEAR}: crop sequences", "N=3, 3 tokens at once, then `crop(0)`", "`crop(-1)`"): (INCONSISTENT, REFUSED),
+    (
+        f"{_LINEAR}: crop sequences",
+        "3 tokens at once after `reset()` of a 5-token sequence (decoded 1 by 1), N=2",
+        "`crop(-3)`",
+    ): (INCONSISTENT, CORRECT),
+    (_LINEAR, "recorded with `activate_past_recording()` (default N), 3 tokens at once", "`crop(0)`"): (
+        CRASH,
+        CORRECT,
+    ),
+    # The attention layer before the refusing linear one must be left as it was
+    (_LINEAR, "never recorded, 3 tokens at once", "`crop(-1)`"): (INCONSISTENT, REFUSED),
+    (_LINEAR, "never updated (a `moe` placeholder), 3 tokens", "`crop(0)`"): (CRASH, CORRECT),
+    # The static hybrids had no `crop` of their own: the attention part was never cropped
+    ("LinearAttentionAndStaticFullAttentionLayer (max_cache_len 8)", "N=3, 3 tokens at once", "`crop(-1)`"): (
+        INCONSISTENT,
+        CORRECT,
+    ),
+    (
+        "LinearAttentionAndStaticSlidingWindowAttentionLayer (max_cache_len 8, window 4)",
+        "N=3, 3 tokens at once",
+        "`crop(-1)`",
+    ): (INCONSISTENT, REFUSED),
+    (
+        "LinearAttentionAndFullAttentionLayer",
+        "N=2, 3 tokens at once (no state after the first)",
+        "`crop(-2)`",
+    ): (
+        INCONSISTENT,
+        REFUSED,
+    ),
+    ("Arguments (`DynamicCache`, 3 tokens)", "valid", "`crop(tokens_to_remove=-1)`"): (CORRECT, CORRECT),
+}
+EXPECTED_VERDICTS = {
+    "v5_14": EXPECTED_VERDICTS_V5_14,
+    "v5_24": EXPECTED_VERDICTS_V5_24,
+    "v5_25": EXPECTED_VERDICTS_V5_25,
+}[TARGET]
 
 
 def test_audit_verdicts_match_independent_expectations():
@@ -327,12 +462,16 @@ def test_every_full_rollback_is_correct_when_fixed():
     checked = 0
     for row in _rows():
         family, scenario, argument = row.case.family, row.case.scenario, row.case.argument
-        if family.startswith(("MiniMaxCache", "Arguments", "Cache of LinearAttentionLayers only")):
+        if family.startswith(
+            ("MiniMaxCache", "Arguments", "Cache of LinearAttentionLayers only (no sequence length)")
+        ):
+            continue
+        if (family, scenario, argument) in KNOWN_FIXED_PROBLEMS:
             continue
         match = re.search(r"(\d+) tokens", scenario)
         num_tokens = int(match.group(1)) if match else None
         value = argument.strip("`")
-        if TARGET == "v5_24" and re.fullmatch(r"crop\([1-9]\d*\)", value):
+        if TARGET in ("v5_24", "v5_25") and re.fullmatch(r"crop\([1-9]\d*\)", value):
             assert row.fixed.kind == REFUSED, (family, scenario, argument, row.fixed)
             continue
         if value in ("crop(0)", f"crop(-{num_tokens})") or (

@@ -598,7 +598,7 @@ def test_export_writes_a_patch_and_a_short_pr_text_per_step(synthetic):
 def test_a_backport_stack_points_to_the_main_stack(synthetic):
     # Every pull request lands on upstream `main` first: a backport's texts say which stack goes first
     _, _, _, export = synthetic
-    main = get_target("v5_24")
+    main = TARGETS[0]
     report = export()
     assert "the stack for `main`" not in report.steps[0].pr.read_text()
     backport = dataclasses.replace(report.target, backport_of=main.name)
@@ -607,6 +607,8 @@ def test_a_backport_stack_points_to_the_main_stack(synthetic):
         f"of the toy backport of the fix for #47433 (the stack for `main`, on transformers {main.sdist_version}"
         in text
     )
+    assert "This is a backport: upstream takes fixes on `main` first" in text
+    assert "Only the first PR of this stack (`fix-cache-crop-1-" in text
 
 
 def test_export_again_changes_nothing(synthetic):

@@ -25,7 +25,8 @@ schedule grows). For every case the tests check that
   cache built by one forward pass of the main model over exactly the tokens it must hold (all but the last token of
   the new `input_ids`): attention keys and values, the recurrent states and the last `conv_kernel_size` columns of the
   conv states, and the lengths. The outputs alone can hide a wrong state,
-- there were rounds that rejected every draft.
+- with the random assistant, some rounds rejected every draft (with the noisy copy, one drafted and rejected more
+  tokens than the cache was first told to record).
 
 Main models (every family tried builds from a tiny config and runs in float64 on CPU without kernels): Qwen3-Next,
 Qwen3.5 (text), OLMo-hybrid, Kimi-Linear, LFM2, Mamba, FalconMamba, Jamba, Mamba2, Bamba, NemotronH, FalconH1,
@@ -80,6 +81,10 @@ GATED_DELTA_NET = {
     "layer_types": ["linear_attention", "full_attention"],
 }
 MAMBA2 = {"mamba_n_heads": 4, "mamba_d_head": 16, "mamba_d_state": 8, "mamba_n_groups": 1, "mamba_chunk_size": 8}
+# The Mamba2 mixers of the hybrids below, initialised with their default `initializer_range` (0.02), change their
+# recurrent states by less than the tolerance per token (NemotronH, Zamba2) or by ~20-50 times it: a rollback one
+# token off would pass. Larger weights make one token change them by hundreds to tens of thousands of times it
+MAMBA2_INIT = {"initializer_range": 0.1}
 MOE = {"num_experts_per_tok": 2, "moe_intermediate_size": 16}
 # model name -> (config class, model class, config arguments besides `COMMON`)
 MAIN_MODELS = {
@@ -147,12 +152,13 @@ MAIN_MODELS = {
         "Mamba2ForCausalLM",
         {"num_heads": 4, "head_dim": 16, "state_size": 8, "n_groups": 1, "chunk_size": 8, "expand": 2},
     ),
-    "bamba": ("BambaConfig", "BambaForCausalLM", {**ATTENTION, **MAMBA2, "attn_layer_indices": [1]}),
+    "bamba": ("BambaConfig", "BambaForCausalLM", {**ATTENTION, **MAMBA2, **MAMBA2_INIT, "attn_layer_indices": [1]}),
     "nemotron_h": (
         "NemotronHConfig",
         "NemotronHForCausalLM",
         {
             **ATTENTION,
+            **MAMBA2_INIT,
             "head_dim": 8,
             "mamba_num_heads": 4,
             "mamba_head_dim": 16,
@@ -162,13 +168,18 @@ MAIN_MODELS = {
             "layers_block_type": ["mamba", "attention"],
         },
     ),
-    "falcon_h1": ("FalconH1Config", "FalconH1ForCausalLM", {**ATTENTION, **MAMBA2, "head_dim": 8, "mamba_d_ssm": 64}),
+    "falcon_h1": (
+        "FalconH1Config",
+        "FalconH1ForCausalLM",
+        {**ATTENTION, **MAMBA2, **MAMBA2_INIT, "head_dim": 8, "mamba_d_ssm": 64},
+    ),
     "granitemoehybrid": (
         "GraniteMoeHybridConfig",
         "GraniteMoeHybridForCausalLM",
         {
             **ATTENTION,
             **MAMBA2,
+            **MAMBA2_INIT,
             "layer_types": ["mamba", "attention"],
             "num_local_experts": 4,
             "num_experts_per_tok": 2,
@@ -180,6 +191,7 @@ MAIN_MODELS = {
         "Zamba2ForCausalLM",
         {
             **ATTENTION,
+            **MAMBA2_INIT,
             "mamba_d_state": 8,
             "mamba_headdim": 16,
             "n_mamba_heads": 4,
@@ -220,11 +232,11 @@ GROWING_NOISE = {
     "falcon_mamba": (0.8, 9),
     "jamba": (0.5, 2),
     "mamba2": (0.1, 2),
-    "bamba": (0.1, 5),
-    "nemotron_h": (0.1, 5),
+    "bamba": (0.1, 3),
+    "nemotron_h": (0.1, 2),
     "falcon_h1": (0.1, 2),
-    "granitemoehybrid": (0.3, 3),
-    "zamba2": (0.8, 4),
+    "granitemoehybrid": (0.1, 2),
+    "zamba2": (0.1, 3),
 }
 
 

@@ -362,7 +362,21 @@ def test_is_supported_version(version, supported):
 
 
 @pytest.mark.parametrize(
-    "version", ["5.13.9", "5.14.0", "5.14.1", "5.14.9", "5.15.0", "5.19.2", "5.23.1", "5.24.0", "5.24.7", "5.25.0", "5.25.3", "5.26.0"]
+    "version",
+    [
+        "5.13.9",
+        "5.14.0",
+        "5.14.1",
+        "5.14.9",
+        "5.15.0",
+        "5.19.2",
+        "5.23.1",
+        "5.24.0",
+        "5.24.7",
+        "5.25.0",
+        "5.25.3",
+        "5.26.0",
+    ],
 )
 def test_declared_dependency_matches_the_targets(version):
     # What pip may install must be exactly what a target supports: no release the fix refuses, none it leaves out

@@ -156,8 +156,9 @@ def _header() -> str:
             TITLE,
             "",
             "One section per target, each generated under that target's transformers: "
-            "`.venv-v5_24/bin/python -m cache_crop_fix audit` rewrites the `v5_24` section and "
-            "`.venv/bin/python -m cache_crop_fix audit` the `v5_14` one (`make audit` runs both).",
+            "`.venv-v5_25/bin/python -m cache_crop_fix audit` rewrites the `v5_25` section, "
+            "`.venv-v5_24/bin/python -m cache_crop_fix audit` the `v5_24` one and "
+            "`.venv/bin/python -m cache_crop_fix audit` the `v5_14` one (`make audit` runs all three).",
             "",
             "Each case fills a real cache with tokens whose states encode their position, calls `crop`, and compares "
             "everything a model can read from the cache (key/value tensors, indexer and index keys, conv and recurrent "

@@ -130,12 +130,29 @@ class Setup:
             placeholder layer that never receives states).
         record_past: call `activate_past_recording()` on the cache before filling it.
         kernel: conv kernel size of the linear attention parts.
+        recurrent_states_to_keep: passed to `activate_past_recording` when set (5.25: how many per-token recurrent
+            states the models hand over per forward); `None` calls it without arguments.
+        per_token: feed the linear attention parts as 5.25's models do: the conv states of a single decoded token of a
+            layer that does not record go through `increase_count` and an in-place update, and a forward hands over the
+            recurrent states after each of its last `min(get_recurrent_states_to_keep(), tokens)` tokens (a list), or
+            its final state alone (a decoded token with a previous state, or nothing to keep). State `s` of a layer is
+            `100 * s` plus the number of tokens seen.
+        between: called on the cache after every update but the last (e.g. `generate`'s `crop(0)` after a forward).
+        hide_stale_static: slots of static layers at or beyond their count are shown empty (5.25's static `crop` only
+            moves the count, as upstream documents: the next update overwrites them, and the causal mask hides them).
+        keep_addresses: a crop must leave the tensors that compiled decoding holds by address where they are (the keys
+            and values of static layers, the recurrent states of linear attention layers): restored in place.
     """
 
     make: Callable
     linear: str = "conv"
     record_past: bool = True
     kernel: int = KERNEL
+    recurrent_states_to_keep: int | None = None
+    per_token: bool = False
+    between: Callable | None = None
+    hide_stale_static: bool = False
+    keep_addresses: bool = False
 
 
 def _self_attention(cache):
@@ -146,11 +163,16 @@ def _build(setup: Setup, chunks: tuple[int, ...]):
     """A cache built by `setup` that received `sum(chunks)` tokens, in updates of `chunks[i]` tokens."""
     cache = setup.make()
     if setup.record_past:
-        cache.activate_past_recording()
+        if setup.recurrent_states_to_keep is None:
+            cache.activate_past_recording()
+        else:
+            cache.activate_past_recording(recurrent_states_to_keep=setup.recurrent_states_to_keep)
     start = 0
-    for count in chunks:
+    for index, count in enumerate(chunks):
         _append(cache, setup, start, count)
         start += count
+        if setup.between is not None and index < len(chunks) - 1:
+            setup.between(cache)
     return cache
 
 
@@ -169,13 +191,19 @@ def _append(cache, setup: Setup, start: int, count: int) -> list:
                 outputs.extend(_feed_compressors(layer, start, count))
             else:
                 returned = target.update(keys, values, layer_idx)
-                outputs.append(("keys", _decode(returned[0], -2)))
-                outputs.append(("values", _decode(returned[1], -2)))
+                outputs.append(("keys", _decode(_visible(layer, returned[0], -2, setup), -2)))
+                outputs.append(("values", _decode(_visible(layer, returned[1], -2, setup), -2)))
             if hasattr(layer, "update_indexer"):
-                outputs.append(("indexer", _decode(target.update_indexer(keys[:, 0].clone(), layer_idx), 1)))
+                indexer = target.update_indexer(keys[:, 0].clone(), layer_idx)
+                indexer = _visible(layer, indexer, 1, setup, "indexer_cumulative_length")
+                outputs.append(("indexer", _decode(indexer, 1)))
             if hasattr(layer, "update_index"):
-                outputs.append(("idx", _decode(layer.update_index(keys.clone()), -2)))
-        if isinstance(layer, c.LinearAttentionCacheLayerMixin) and setup.linear != "none":
+                idx = _visible(layer, layer.update_index(keys.clone()), -2, setup, "idx_cumulative_length")
+                outputs.append(("idx", _decode(idx, -2)))
+        if isinstance(layer, c.LinearAttentionCacheLayerMixin) and setup.linear != "none" and setup.per_token:
+            for state_idx in range(layer.number_of_states):
+                outputs.extend(_feed_per_token(target, layer_idx, state_idx, setup, start, count))
+        elif isinstance(layer, c.LinearAttentionCacheLayerMixin) and setup.linear != "none":
             for state_idx in range(layer.number_of_states):
                 # Like Inkling: the conv input of the new tokens (2 channels), with the kernel size
                 conv = torch.tensor([_code(p) for p in range(start, start + count)]).expand(1, 2, count).clone()
@@ -190,6 +218,41 @@ def _append(cache, setup: Setup, start: int, count: int) -> list:
     if hasattr(cache, "set_linear_cache"):  # MiniMaxCache: one linear attention layer after the attention ones
         summary = float(start + count)
         cache.set_linear_cache(len(target.layers), torch.full((1, 2), summary))
+    return outputs
+
+
+def _state_after(state_idx: int, tokens_seen: int) -> torch.Tensor:
+    """The per-token recurrent state `state_idx` after `tokens_seen` tokens (5.25's protocol)."""
+    return torch.full((1, 2), float(tokens_seen + 100 * state_idx))
+
+
+def _feed_per_token(target, layer_idx: int, state_idx: int, setup: Setup, start: int, count: int) -> list:
+    """Feeds state `state_idx` of a linear attention layer like 5.25's Qwen3-Next / Mamba2 do (`causal_conv1d_forward`,
+    then the recurrent states of the last tokens)."""
+    outputs = []
+    # Read before the conv update, as the models do
+    recurrent = target.get_recurrent_state(layer_idx, state_idx=state_idx)
+    conv_state = target.get_conv_state(layer_idx, state_idx=state_idx)
+    conv = torch.tensor([_code(p) for p in range(start, start + count)]).expand(1, 2, count).clone()
+    if conv_state is not None and count == 1 and not target.is_recording_past(layer_idx):
+        # Single-token decode: the fused kernel updates the conv state in place, the cache only counts the token
+        target.increase_count(layer_idx, state_idx)
+        conv_state.copy_(torch.cat([conv_state[..., 1:], conv], dim=-1))
+        returned = conv_state
+    else:
+        returned = target.update_conv_state(conv, layer_idx, state_idx=state_idx, conv_kernel_size=setup.kernel)
+    outputs.append((f"conv[{state_idx}]", _window(returned, setup.kernel)))
+    if setup.linear == "conv+recurrent":
+        if recurrent is not None and count == 1:
+            states = _state_after(state_idx, start + 1)
+        else:
+            # Cannot be more than the number of tokens (`None`, 5.25's default, fails here as in the models)
+            keep = min(target.get_recurrent_states_to_keep(layer_idx), count)
+            if keep > 0:
+                states = [_state_after(state_idx, start + count - keep + 1 + i) for i in range(keep)]
+            else:
+                states = _state_after(state_idx, start + count)
+        target.update_recurrent_state(states, layer_idx, state_idx=state_idx)
     return outputs
 
 
@@ -238,7 +301,7 @@ def _observe(cache, setup: Setup) -> dict:
     for layer_idx, layer in enumerate(target.layers):
         prefix = f"layer {layer_idx} " if len(target.layers) > 1 else ""
         if isinstance(layer, c.CacheLayerMixin):
-            seen.update(_observe_attention(cache, layer, layer_idx, prefix))
+            seen.update(_observe_attention(cache, layer, layer_idx, prefix, setup))
         if isinstance(layer, c.LinearAttentionCacheLayerMixin):
             seen.update(_observe_linear(layer, setup, prefix))
     if hasattr(cache, "cross_attention_cache"):
@@ -250,15 +313,32 @@ def _observe(cache, setup: Setup) -> dict:
     return seen
 
 
-def _observe_attention(cache, layer, layer_idx: int, prefix: str) -> dict:
+def _observe_attention(cache, layer, layer_idx: int, prefix: str, setup: Setup | None = None) -> dict:
     seen = {f"{prefix}get_seq_length()": int(layer.get_seq_length())}
-    seen.update(_observe_attention_states(layer, prefix))
+    seen.update(_observe_attention_states(layer, prefix, setup))
     seen[f"{prefix}get_mask_sizes(1)"] = tuple(int(x) for x in cache.get_mask_sizes(1, layer_idx))
     seen[f"{prefix}get_mask_sizes(3)"] = tuple(int(x) for x in cache.get_mask_sizes(3, layer_idx))
     return seen
 
 
-def _observe_attention_states(layer, prefix: str) -> dict:
+def _visible(layer, tensor, axis: int, setup: Setup | None, counter: str = "cumulative_length"):
+    """`tensor` with the slots of a static layer at or beyond its `counter` emptied, when `setup.hide_stale_static`."""
+    c = _classes()
+    if (
+        tensor is None
+        or setup is None
+        or not setup.hide_stale_static
+        or not isinstance(layer, c.StaticLayer)
+        or hasattr(layer, "prefill_keys")  # UnlimitedOcr's reference-sliding layer: its own layout
+        or getattr(layer, counter, None) is None
+    ):
+        return tensor
+    count = int(layer.get_seq_length()) if counter == "cumulative_length" else int(getattr(layer, counter))
+    index = torch.arange(tensor.shape[axis]).reshape([-1] + [1] * (tensor.dim() - (axis % tensor.dim()) - 1))
+    return tensor.masked_fill(index >= max(count, 0), 0)
+
+
+def _observe_attention_states(layer, prefix: str, setup: Setup | None = None) -> dict:
     c = _classes()
     seen = {}
     if isinstance(layer, c.QuantizedLayer):
@@ -279,9 +359,9 @@ def _observe_attention_states(layer, prefix: str) -> dict:
         keys = values = torch.zeros(1, 1, layer.max_cache_len, 1)
     if keys is None:
         keys = values = torch.zeros(1, 1, 0, 1)
-    seen[f"{prefix}keys"] = _decode(keys, -2)
+    seen[f"{prefix}keys"] = _decode(_visible(layer, keys, -2, setup), -2)
     if not hasattr(layer, "store_compression_weights"):  # DeepSeek-V4 shares keys and values
-        seen[f"{prefix}values"] = _decode(values, -2)
+        seen[f"{prefix}values"] = _decode(_visible(layer, values, -2, setup), -2)
     for name in ("cumulative_length", "cumulative_length_int", "indexer_cumulative_length", "idx_cumulative_length"):
         if hasattr(layer, name):
             value = getattr(layer, name)  # `None` before the first update (5.24's static indexer counter)
@@ -290,11 +370,13 @@ def _observe_attention_states(layer, prefix: str) -> dict:
         indexer = layer.indexer_keys if layer.is_indexer_initialized else None
         if isinstance(layer, c.StaticLayer) and indexer is None:
             indexer = torch.zeros(1, layer.max_cache_len, 1)
+        indexer = _visible(layer, indexer, 1, setup, "indexer_cumulative_length")
         seen[f"{prefix}indexer_keys"] = _decode(indexer, 1) if indexer is not None else ()
     if hasattr(layer, "idx_keys"):
         idx = layer.idx_keys
         if isinstance(layer, c.StaticLayer) and idx is None:
             idx = torch.zeros(1, 1, layer.max_cache_len, 1)
+        idx = _visible(layer, idx, -2, setup, "idx_cumulative_length")
         seen[f"{prefix}idx_keys"] = _decode(idx, -2) if idx is not None else ()
     if hasattr(layer, "buffer_kv"):
         for name in layer.buffer_kv:
@@ -308,6 +390,8 @@ def _observe_attention_states(layer, prefix: str) -> dict:
 
 def _observe_linear(layer, setup: Setup, prefix: str) -> dict:
     seen = {}
+    if hasattr(layer, "cumulative_length_linear"):  # 5.25: linear attention layers count their tokens
+        seen[f"{prefix}cumulative_length_linear"] = int(layer.cumulative_length_linear)
     for state_idx in range(layer.number_of_states):
         has_previous = bool(layer.has_previous_state[state_idx])
         seen[f"{prefix}has_previous_state[{state_idx}]"] = has_previous
@@ -318,6 +402,23 @@ def _observe_linear(layer, setup: Setup, prefix: str) -> dict:
                 # The number of tokens it summarizes
                 seen[f"{prefix}recurrent state[{state_idx}]"] = int(layer.recurrent_states[state_idx].max())
     return seen
+
+
+def _addresses(cache) -> dict:
+    """The data pointers of the tensors compiled decoding holds by address: static keys and values, recurrent states."""
+    c = _classes()
+    found = {}
+    layers = _self_attention(cache).layers
+    for idx, layer in enumerate(layers):
+        prefix = f"layer {idx} " if len(layers) > 1 else ""
+        if isinstance(layer, c.StaticLayer) and layer.is_initialized:
+            found[f"{prefix}keys"] = layer.keys.data_ptr()
+            found[f"{prefix}values"] = layer.values.data_ptr()
+        if isinstance(layer, c.LinearAttentionCacheLayerMixin):
+            for state_idx in range(layer.number_of_states):
+                if layer.is_recurrent_states_initialized[state_idx]:
+                    found[f"{prefix}recurrent state[{state_idx}]"] = layer.recurrent_states[state_idx].data_ptr()
+    return found
 
 
 def _snapshot(cache) -> dict:
@@ -375,6 +476,10 @@ class Case:
     call: Callable
     kept: int | None  # tokens the contract keeps (`None`: the crop must raise)
     expect_error: type | None = None
+    # Called on the filled cache before the audited `call` (e.g. an earlier crop); not checked for atomicity
+    prepare: Callable | None = None
+    # The crop can be done exactly (the states to restore were handed over): refusing it is wrong too
+    exact: bool = False
 
 
 @dataclass(frozen=True)
@@ -395,9 +500,15 @@ def run_case(case: Case, append: int = 2, settle: Callable | None = None) -> Out
     reference; `settle` is what generation does to a cache after every forward (applied to the reference first)."""
     try:
         cache = _build(case.setup, case.chunks)
-    except Exception as error:  # pragma: no cover - the audit's own setup failed
+    except Exception as error:  # the audit's own setup failed, or the release fails to take the tokens
         return Outcome(CRASH, f"setup failed: {_describe_error(error)}")
+    if case.prepare is not None:
+        try:
+            case.prepare(cache)
+        except Exception as error:
+            return Outcome(CRASH, f"before the audited crop: {_describe_error(error)}")
     before = _snapshot(cache)
+    addresses = _addresses(cache) if case.setup.keep_addresses else {}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -410,10 +521,16 @@ def run_case(case: Case, append: int = 2, settle: Callable | None = None) -> Out
             return Outcome(CRASH, _describe_error(error))
         if case.expect_error is not None and not isinstance(error, case.expect_error):
             return Outcome(CRASH, f"expected {case.expect_error.__name__}, got {_describe_error(error)}")
+        if case.exact:
+            return Outcome(INCONSISTENT, f"refused a crop it can undo exactly: {_describe_error(error)}")
         return Outcome(REFUSED, type(error).__name__)
     if case.kept is None:
         return Outcome(INCONSISTENT, f"not refused, now {_summary(cache, case.setup)}")
-    return _compare_with_reference(case, cache, append, settle)
+    moved = [name for name, address in _addresses(cache).items() if addresses.get(name, address) != address]
+    outcome = _compare_with_reference(case, cache, append, settle)
+    if outcome.kind == CORRECT and moved:
+        return Outcome(INCONSISTENT, f"right states, but {', '.join(moved)} moved (assigned, not restored in place)")
+    return outcome
 
 
 def _compare_with_reference(case: Case, cache, append: int, settle: Callable | None) -> Outcome:

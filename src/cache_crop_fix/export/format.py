@@ -29,7 +29,13 @@ class RuffReport:
         return f"ruff {self.version}{pin}: check: {self.check}; format: {self.format}{skipped}"
 
 
-def _ruff_command() -> list[str]:
+def _ruff_command(pin: str | None = None) -> list[str]:
+    """The ruff the base pins (run by uv, which caches it after the first download) when it can be had, else ours."""
+    uv = shutil.which("uv") or str(Path(sys.executable).with_name("uv"))
+    if pin and Path(uv).exists():
+        pinned = [uv, "tool", "run", "--quiet", f"ruff@{pin}"]
+        if run([*pinned, "--version"], check=False).stdout.split()[-1:] == [pin]:
+            return pinned
     if run([sys.executable, "-m", "ruff", "--version"], check=False).returncode == 0:
         return [sys.executable, "-m", "ruff"]
     if shutil.which("ruff"):
@@ -39,9 +45,9 @@ def _ruff_command() -> list[str]:
 
 def apply_ruff(changes: dict[str, FileChange], pyproject: str | None, setup_py: str | None) -> RuffReport:
     """`ruff check --fix` and `ruff format` on the changed files only, with the base's `pyproject.toml`."""
-    ruff = _ruff_command()
-    version = run([*ruff, "--version"]).stdout.split()[-1]
     pin = re.search(r'"ruff==([^"]+)"', setup_py or "")
+    ruff = _ruff_command(pin.group(1) if pin else None)
+    version = run([*ruff, "--version"]).stdout.split()[-1]
     report = RuffReport(version, pin.group(1) if pin else None)
     with tempfile.TemporaryDirectory(prefix="cache-crop-fix-ruff-") as tmp:
         root = Path(tmp)

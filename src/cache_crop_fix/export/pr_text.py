@@ -55,6 +55,13 @@ def pr_text(
         + (f" Fixes #{ISSUE}." if plan.number == 1 and target.closes_issue else "")
     )
     lines = [f"# {plan.step.title}", "## What does this PR do?", plan.step.summary, position, ""]
+    if target.backport_of:
+        lines += [
+            f"This is a backport: upstream takes fixes on `main` first (transformers {main.sdist_version}). Only the first "
+            f"PR of this stack (`{plans[0].branch}`) is a candidate for a {target.sdist_version.rsplit('.', 1)[0]}.x patch "
+            "release; the others serve users who install the fork branch (`fix-cache-crop`).",
+            "",
+        ]
     if plan.step.behaviour_changes:
         lines += ["## Behaviour changes", *(f"- {change}" for change in plan.step.behaviour_changes), ""]
     lines += ["## Tests"]
@@ -117,7 +124,7 @@ def pr_text(
 
 def _ruff(ruff: RuffReport) -> str:
     if ruff.ok and not ruff.skipped:
-        return "clean"
+        return f"clean (ruff {ruff.version})"
     return ruff.describe()
 
 

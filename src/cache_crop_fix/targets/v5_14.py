@@ -21,8 +21,8 @@ for argument in (0, -5):
 ```"""
 
 RELATED = (
-    "- This stack is the backport of the `main` stack (`fix-cache-crop-1-clamp` ... on transformers 5.24), which "
-    "lands first; it keeps the 5.14 meaning of `crop` (`0` and positive values are absolute targets) and deprecates "
+    "- This stack backports the fix (its steps follow the 5.24 stack, `fix-cache-crop-1-clamp` ... on transformers "
+    "5.24; the `main` stack, on 5.25, lands first); it keeps the 5.14 meaning of `crop` (`0` and positive values are absolute targets) and deprecates "
     "it.\n"
     "- #47977 (open) clamps oversized negative crops in `DynamicLayer` only; the first PR of this stack covers it and "
     "also fixes `crop(0)` and the layers that compute the same index.\n"
@@ -227,6 +227,6 @@ TARGET = Target(
     steps=STEPS,
     fingerprints=FINGERPRINTS,
     related=RELATED,
-    backport_of="v5_24",
+    backport_of="v5_25",
     closes_issue=True,
 )

@@ -13,6 +13,8 @@ RELATED = (
     "honour it exactly or refuse before anything changes (the audit asked for in #47433).\n"
     "- #47977 (open) clamps oversized removals in `DynamicLayer` only.\n"
     "- #49036: recurrent states cannot be rolled back by a few tokens; they are refused here, not kept stale.\n"
+    "- #49036: 5.25 rolls recurrent states back through a per-token history; this 5.24 stack keeps them with an "
+    "update-level history instead (5.24 has no per-token states).\n"
     "- The 5.14 backport of this stack (`crop(0)` empties the cache there) is a separate stack on `v5.14-release`."
 )
 

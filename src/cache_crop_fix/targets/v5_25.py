@@ -11,12 +11,8 @@ from . import Step, Target
 
 
 RELATED = (
-    "- 5.25 made linear attention layers croppable through a per-token recurrent-state history; this stack keeps that "
-    "design and fixes what it restores.\n"
-    "- #49036: linear-attention recurrent states were never rolled back (5.24); 5.25 rolls them back, exactly with "
-    "this stack.\n"
-    "- #47977 (open) clamps oversized removals in `DynamicLayer` only; the first PR covers every layer type.\n"
-    "- The 5.24 and 5.14 backports of the fix are separate stacks."
+    "- #49036: 5.24 never rolled recurrent states back; 5.25's per-token history does, exactly with this stack.\n"
+    "- #47977 (open) clamps oversized removals in `DynamicLayer` only; the first PR covers every layer type."
 )
 
 CLAMP_REPRODUCTION = """\
@@ -42,9 +38,7 @@ layer.activate_past_recording(recurrent_states_to_keep=2)  # assisted decoding: 
 states = [torch.full((1, 1), float(t)) for t in range(1, 4)]  # the state after each of 3 tokens
 layer.update_conv_state(torch.zeros(1, 1, 3), conv_kernel_size=2)
 layer.update_recurrent_state(states[-2:])  # the model hands over the last N per-token states
-layer.crop(-2)  # every draft rejected: back to the state after the first token
-# 5.25.0: tensor([[0.]]), the state from before the forward, silently. With this PR: a `ValueError` (that state was
-# never handed over), and assisted decoding records `N + 1` states, so that this crop restores tensor([[1.]])
+layer.crop(-2)  # all drafts rejected. 5.25.0 restores the state before the forward: tensor([[0.]]), not tensor([[1.]])
 ```"""
 
 STEPS = (
@@ -77,21 +71,89 @@ STEPS = (
             "Assisted decoding verifies `N + 1` tokens with `N` states, so a round that rejects every draft continues "
             "from a state that misses the last accepted token (on the first round, an all-zero state).\n\n"
             + HISTORY_REPRODUCTION
-            + "\n\nThe layer counts the tokens of each forward on the host (no device sync) and keeps the state from "
-            "before it only when it is adjacent to the per-token states; the history keeps at most "
-            "`recurrent_states_to_keep` states per state (one list per state), is cleared by `reset`, and is restored "
-            "in place. `crop` clamps, and refuses before changing anything what it cannot undo; removing every token "
-            "resets the layer. Assisted decoding records `candidate_length + 1` states each round (the heuristic "
-            "schedule drafts more than the first round did), and so does the assistant for its drafts. The static "
-            "hybrid layers crop their attention part too."
+            + "\n\nWith this PR that crop raises a `ValueError` (the state after the first token was never handed "
+            "over) and assisted decoding records `N + 1` states, so that it restores `tensor([[1.]])`. The layer counts the tokens of each forward on the host (no device sync) and keeps the state from "
+            "before it only when it is adjacent to the per-token states; the history holds at most "
+            "`recurrent_states_to_keep` states per state (one list each), is cleared by `reset` and restored in "
+            "place. `crop` clamps, and refuses before anything changes what it cannot undo (`Cache.crop` asks every "
+            "layer first). Assisted decoding records `candidate_length + 1` states each round, and the assistant "
+            "its drafts (the heuristic schedule outgrew the first round's count: `IndexError`).\n\n"
+            "State-level evidence: assisted decoding and prompt lookup with tiny hybrid and SSM main models of 14 "
+            "families (6 modes each), every cache layer compared after every round with a fresh forward over the "
+            "kept tokens: 69 of 86 cases fail on 5.25.0 (46 wrong states with the right tokens, 8 wrong tokens, 15 "
+            "`IndexError`s), none with this PR."
         ),
         behaviour_changes=(
             "Linear attention layers restore the state after the kept tokens, or raise a `ValueError` before anything "
             "changes; removing every token resets them.",
-            "`is_croppable` of the static sliding-window hybrid layer is its sliding window's (the linear part's "
-            "class attribute hid it).",
-            "`activate_past_recording()` without `recurrent_states_to_keep` keeps the number set before (1 if none).",
+            "The static hybrid layers crop their attention part too (it kept every token), and the static "
+            "sliding-window one reports its window's `is_croppable` (the linear part's class attribute hid it).",
+            "`activate_past_recording()` without `recurrent_states_to_keep` keeps the number set before (1 if none); "
+            "with `None` the next Qwen3-Next forward raised a `TypeError`.",
         ),
+    ),
+    Step(
+        "step3_refuse",
+        "3-refuse",
+        "Refuse `crop` on attention layers that cannot put their states back",
+        tests=("RefusedCropTest",),
+        summary=(
+            "A crop must leave a layer as if it had only seen the kept tokens, or refuse before anything changes. Three "
+            "attention layers silently keep other tokens instead: a recording `DynamicSlidingWindowLayer` after "
+            "`crop(0)` (which `generate` calls after every forward) trimmed its window, so a following `crop(-1)` "
+            "keeps one token too few; a `StaticSlidingWindowLayer` whose `max_cache_len` exceeds its window may have "
+            "overwritten the states to restore (its own `is_croppable` says so, but `crop` did not check); and the "
+            "quantized layers cut only their residual part. They now raise a `ValueError` that says what can be "
+            "removed instead, and `Cache.crop` asks every layer before cropping any. Removing every token is always "
+            "possible on the sliding windows."
+        ),
+        behaviour_changes=(
+            "These crops raise a `ValueError` instead of keeping wrong tokens; `crop(0)` of a full, non-recording "
+            "`DynamicSlidingWindowLayer` no longer raises (it has nothing to restore).",
+            "`crop(-k)` of a quantized layer raises (`is_croppable` was already `False`).",
+        ),
+    ),
+    Step(
+        "step4_minimax",
+        "4-minimax",
+        "Crop MiniMax-M3-VL's index keys with the key and value states",
+        tests=("MiniMaxM3VLSparseCacheCropTest",),
+        summary=(
+            "Assisted decoding crops the main model's cache after every round (`crop(-rejected)`); with a static cache, "
+            "MiniMax-M3-VL's `MiniMaxM3VLSparseStaticCacheLayer` rolls its indexer counter back without a bound "
+            "(`idx_cumulative_length` went negative on a full rollback), and the dynamic layer cut a fixed number of "
+            "index keys, whatever the layer held (and failed before its first index keys). Both now follow the "
+            "clamped key and value states; the static counter moves in place (no device sync)."
+        ),
+        behaviour_changes=("Oversized removals empty the index keys too; the static indexer counter stops at 0.",),
+    ),
+    Step(
+        "step5_ocr",
+        "5-ocr",
+        "Crop the prefill tokens of UnlimitedOcr's static reference sliding-window layer",
+        tests=("UnlimitedOcrStaticCropTest",),
+        summary=(
+            "`UnlimitedOcrStaticReferenceSlidingWindowLayer` inherits `StaticSlidingWindowLayer.crop`, which only "
+            "rolls the sliding-window part back: removing more tokens than were decoded kept the prefill (reference) "
+            "tokens, so `get_seq_length()` stayed at the prefill length after a full rollback and the next prompt was "
+            "appended to the old one. It now removes the sliding tokens first, then the prefill ones (moving the "
+            "write position back, as `StaticLayer.crop` does); the next tokens fill the prefill again."
+        ),
+        behaviour_changes=("A crop beyond the decoded tokens removes prefill tokens too (they were kept).",),
+    ),
+    Step(
+        "step6_deepseek",
+        "6-deepseek",
+        "Refuse partial `crop` on DeepSeek-V4's compressed-attention caches",
+        tests=("DeepseekV4CacheCropTest",),
+        summary=(
+            "`DeepseekV4HCACache` and `DeepseekV4CSACache` say they cannot be cropped (`is_croppable = False`, so "
+            "`generate` never rolls them back), but a direct `crop(-k)` cut their sliding window and kept the "
+            "compressor buffers and compressed entries of the removed tokens: the next forward compressed stale "
+            "states. A partial crop now raises a `ValueError` before anything changes, and removing every token "
+            "resets the layer (it emptied only the window)."
+        ),
+        behaviour_changes=("Partial crops of DeepSeek-V4's caches raise; full rollbacks reset them.",),
     ),
 )
 
@@ -121,6 +183,12 @@ FINGERPRINTS: dict[str, frozenset[str]] = {
         {"f79f4f17fa1a9f47"}
     ),
     "transformers.generation.utils.GenerationMixin._assisted_decoding": frozenset({"ceaaa272a1ca9c68"}),
+    "transformers.models.minimax_m3_vl.modeling_minimax_m3_vl.MiniMaxM3VLSparseCacheLayer.crop": frozenset(
+        {"5bb2a812c4ee9e6d"}
+    ),
+    "transformers.models.minimax_m3_vl.modeling_minimax_m3_vl.MiniMaxM3VLSparseStaticCacheLayer.crop": frozenset(
+        {"933a47b2579a45d4"}
+    ),
 }
 
 

@@ -19,7 +19,7 @@ from unittest import mock
 from parameterized import parameterized
 
 from transformers import is_torch_available
-from transformers.testing_utils import require_torch
+from transformers.testing_utils import require_optimum_quanto, require_torch
 
 
 if is_torch_available():
@@ -35,6 +35,7 @@ if is_torch_available():
         LinearAttentionAndStaticFullAttentionLayer,
         LinearAttentionAndStaticSlidingWindowAttentionLayer,
         LinearAttentionLayer,
+        QuantoQuantizedLayer,
         StaticIndexedLayer,
         StaticLayer,
         StaticSlidingWindowLayer,
@@ -179,8 +180,10 @@ class LinearAttentionHistoryTest(unittest.TestCase):
         self.assertEqual([int(layer.get_seq_length()) for layer in cache.layers], [5, 5])
         # A static sliding window larger than its window cannot bring evicted states back
         layer = LinearAttentionAndStaticSlidingWindowAttentionLayer(max_cache_len=8, sliding_window=4)
+        for position in range(6):
+            layer.update(_tokens(position, 1), _tokens(position, 1))
         self.assertFalse(layer.is_croppable)
-        with self.assertRaisesRegex(RuntimeError, "may have evicted the states to restore"):
+        with self.assertRaisesRegex(ValueError, "overwr"):
             layer.crop(-1)
 
 
@@ -236,3 +239,45 @@ class AssistedDecodingStatesTest(unittest.TestCase):
             fresh = self.model(greedy[:, :length], use_cache=True).cache.layers[0]
             torch.testing.assert_close(recurrent_states, fresh.recurrent_states[0])
             torch.testing.assert_close(conv_states[..., -fresh.conv_states[0].shape[-1] :], fresh.conv_states[0])
+
+
+def _full_recording_window():
+    """A sliding window of 4 that recorded 6 tokens, then `crop(0)` as `generate` does: it holds the last 3."""
+    layer = DynamicSlidingWindowLayer(sliding_window=4)
+    layer.activate_past_recording()
+    layer.update(_tokens(0, 6), _tokens(0, 6))
+    layer.crop(0)
+    return layer
+
+
+@require_torch
+class RefusedCropTest(unittest.TestCase):
+    def assertRefusedUnchanged(self, cache, removal):
+        before = [(int(layer.get_seq_length()), layer.keys.clone()) for layer in cache.layers]
+        with self.assertRaises(ValueError):
+            cache.crop(removal)
+        for (length, keys), layer in zip(before, cache.layers):
+            self.assertEqual(int(layer.get_seq_length()), length)
+            torch.testing.assert_close(layer.keys, keys)
+
+    def test_sliding_window_refuses_to_keep_fewer_tokens_than_its_window(self):
+        cache = Cache(layers=[DynamicLayer(), _full_recording_window()])
+        cache.layers[0].update(_tokens(0, 6), _tokens(0, 6))
+        self.assertRefusedUnchanged(cache, -1)
+        # Removing every token is possible
+        cache.crop(-6)
+        self.assertEqual([int(layer.get_seq_length()) for layer in cache.layers], [0, 0])
+
+    def test_static_sliding_window_that_wrapped_around_refuses(self):
+        layer = StaticSlidingWindowLayer(max_cache_len=8, sliding_window=4)
+        for position in range(6):
+            layer.update(_tokens(position, 1), _tokens(position, 1))
+        self.assertRefusedUnchanged(Cache(layers=[layer]), -1)
+
+    @require_optimum_quanto
+    def test_quantized_layer_refuses(self):
+        layer = QuantoQuantizedLayer(residual_length=2, q_group_size=16)
+        layer.update(torch.ones(1, 1, 3, 64), torch.ones(1, 1, 3, 64))
+        with self.assertRaisesRegex(ValueError, "cannot remove 1 of its 3 tokens"):
+            layer.crop(-1)
+        self.assertEqual(layer.get_seq_length(), 3)

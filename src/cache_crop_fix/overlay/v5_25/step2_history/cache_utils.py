@@ -20,11 +20,23 @@ if TYPE_CHECKING:
     from transformers.cache_utils import (
         DynamicLayer,
         DynamicSlidingWindowLayer,
-        LinearAttentionCacheLayerMixin,
         LinearAttentionLayer,
         StaticLayer,
         StaticSlidingWindowLayer,
     )
+
+
+class CacheLayerMixin:
+    def _check_crop(self, tokens_to_remove: int) -> None:
+        """
+        Raises, before anything changes, if `crop(tokens_to_remove)` cannot leave this layer as if it had only seen the kept
+        tokens. `Cache.crop` asks every layer before cropping any.
+        """
+
+
+class DummyLayer:
+    def _check_crop(self, tokens_to_remove: int) -> None:
+        """A dummy layer holds nothing: any crop is possible."""
 
 
 class LinearAttentionCacheLayerMixin:
@@ -90,20 +102,19 @@ class LinearAttentionCacheLayerMixin:
         self.record_past = True
         self.recurrent_states_to_keep = recurrent_states_to_keep
 
-    def _tokens_to_crop(self, tokens_to_remove: int) -> int:
+    def _check_crop(self, tokens_to_remove: int) -> None:
         """
-        Returns how many tokens `crop(tokens_to_remove)` removes from this layer (at most all of them), or raises, before
-        anything changes, if its states cannot be put back exactly as they were before those tokens.
+        Raises, before anything changes, if `crop(tokens_to_remove)` cannot put the states back exactly as they were before
+        the removed tokens. Removing nothing or every token (or more) is always possible.
         """
         if tokens_to_remove > 0:
             raise RuntimeError(
                 "Linear attention layers can only be cropped by passing a negative int, to specify how many tokens to remove"
             )
         num_tokens = self.num_tokens_linear
-        tokens_to_remove = min(-tokens_to_remove, num_tokens)
-        # Removing nothing or everything is always possible
-        if tokens_to_remove in (0, num_tokens):
-            return tokens_to_remove
+        tokens_to_remove = -tokens_to_remove
+        if tokens_to_remove == 0 or tokens_to_remove >= num_tokens:
+            return
         for i in range(self.number_of_states):
             # The conv states hold the last `conv_states.shape[-1]` tokens (zeros before the first one): the `conv_kernel_size`
             # tokens before the kept ones must be among them
@@ -115,7 +126,6 @@ class LinearAttentionCacheLayerMixin:
             if self.is_recurrent_states_initialized[i] and len(self.recurrent_states_history[i]) < tokens_to_remove:
                 available, what = len(self.recurrent_states_history[i]), "recurrent states"
                 raise ValueError(self._crop_refusal(i, what, tokens_to_remove, available))
-        return tokens_to_remove
 
     def _crop_refusal(self, state_idx: int, what: str, tokens_to_remove: int, available: int) -> str:
         return (
@@ -132,7 +142,8 @@ class LinearAttentionCacheLayerMixin:
         changes, if the states cannot be put back exactly. After a crop, the states are back to their minimal working size:
         the conv states to `conv_kernel_size`, and the history is emptied, so another partial crop needs another update first.
         """
-        tokens_to_remove = self._tokens_to_crop(tokens_to_remove)
+        self._check_crop(tokens_to_remove)
+        tokens_to_remove = min(-tokens_to_remove, self.num_tokens_linear)
         # Removing every token starts a new sequence
         if tokens_to_remove > 0 and tokens_to_remove == self.num_tokens_linear:
             LinearAttentionCacheLayerMixin.reset(self)
@@ -297,9 +308,9 @@ class LinearAttentionAndStaticSlidingWindowAttentionLayer:
 
     def crop(self, tokens_to_remove: int) -> None:
         if tokens_to_remove < 0 and not StaticSlidingWindowLayer.is_croppable.fget(self):
-            raise RuntimeError(
-                f"Cannot crop a `{self.__class__.__name__}` whose static sliding window (`max_cache_len` > `sliding_window`) may "
-                "have evicted the states to restore. Use a `max_cache_len` of at most the sliding window to be able to crop it."
+            raise ValueError(
+                f"Cannot crop a `{self.__class__.__name__}` whose `max_cache_len` is larger than its sliding window: the states "
+                "to restore may have been overwritten. Use a `max_cache_len` of at most the sliding window to be able to crop it."
             )
         LinearAttentionLayer.crop(self, tokens_to_remove)
         StaticSlidingWindowLayer.crop(self, tokens_to_remove)
@@ -312,11 +323,13 @@ class Cache:
         such as sliding window layers or linear attention layers, this will also restrict the size of the cached states back to their
         minimal working size. This means that `crop(0)` will not necessarily always be a no-op, as it may still remove useless states
         (i.e. states that are not needed for the next `forward`) from the Cache.
-        If a linear attention layer cannot undo the removal, this raises before any layer changes.
+        If a layer cannot undo the removal exactly, this raises before any layer changes.
         """
-        if tokens_to_remove != 0:
+        # `generate` may pass a 0-d tensor: read it on the host once, rather than once or more per layer
+        if type(tokens_to_remove) is not int:
+            tokens_to_remove = int(tokens_to_remove)
+        if tokens_to_remove:
             for layer in self.layers:
-                if isinstance(layer, LinearAttentionCacheLayerMixin):
-                    layer._tokens_to_crop(tokens_to_remove)
-        for layer_idx in range(len(self.layers)):
-            self.layers[layer_idx].crop(tokens_to_remove)
+                layer._check_crop(tokens_to_remove)
+        for layer in self.layers:
+            layer.crop(tokens_to_remove)

@@ -1,0 +1,47 @@
+# Copyright 2026 The HuggingFace Team. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+
+import unittest
+
+from parameterized import parameterized
+
+from transformers import is_torch_available
+from transformers.testing_utils import require_torch
+
+
+if is_torch_available():
+    import torch
+
+    from transformers.models.unlimited_ocr.modeling_unlimited_ocr import UnlimitedOcrStaticReferenceSlidingWindowLayer
+
+
+def _tokens(start, length):
+    return torch.arange(start + 1, start + length + 1, dtype=torch.float64).view(1, 1, length, 1)
+
+
+@require_torch
+class UnlimitedOcrStaticCropTest(unittest.TestCase):
+    @parameterized.expand([(-2, 1), (-3, 0), (-5, 0)])
+    def test_crop_removes_decoded_then_prefill_tokens(self, removal, kept):
+        layer = UnlimitedOcrStaticReferenceSlidingWindowLayer(max_cache_len=6, sliding_window=4)
+        layer.set_prefill_length(2)
+        layer.update(_tokens(0, 2), _tokens(0, 2))  # the prefill (reference) tokens
+        layer.update(_tokens(2, 1), _tokens(2, 1))  # a decoded token
+        layer.crop(removal)
+        self.assertEqual(layer.get_seq_length(), kept)
+        # The next tokens fill the prefill again, after the kept ones
+        layer.update(_tokens(10, 2 - kept), _tokens(10, 2 - kept))
+        self.assertEqual(layer.get_seq_length(), 2)
+        self.assertEqual(layer.prefill_keys[0, 0, :, 0].tolist(), [1.0, 11.0][:kept] + [11.0, 12.0][: 2 - kept])
