@@ -131,8 +131,10 @@ def releases(tmp_path):
     wheel = _wheel(tmp_path / "files", "5.91.0", new_files)
     sdist = _sdist(tmp_path / "files", "5.91.0", new_files)
     fingerprints = method_fingerprints(OLD_CACHE_UTILS, "transformers.cache_utils")
+    main_line = get_target("v5_25")
     target = dataclasses.replace(
-        get_target("v5_25"),
+        main_line,
+        steps=main_line.steps[:2],  # its first two pull requests: clamp, then the next
         versions=">=5.90.0,<5.91",
         sdist_version="5.90.0",
         fingerprints={name: frozenset({digest}) for name, digest in fingerprints.items()},
@@ -141,8 +143,9 @@ def releases(tmp_path):
     (dist / "v5_25").mkdir(parents=True)
     applies = _patch(tmp_path, NEW_CACHE_UTILS, NEW_CACHE_UTILS + "\n\nCLAMPED = True\n", "clamp")
     fails = _patch(tmp_path, OLD_CACHE_UTILS, OLD_CACHE_UTILS.replace("self.keys = None", "del self.keys"), "history")
-    (dist / "v5_25" / "fix-cache-crop-1-clamp.patch").write_text(applies)
-    (dist / "v5_25" / "fix-cache-crop-2-history.patch").write_text(fails)
+    first, second = (f"fix-cache-crop-{step.branch}.patch" for step in target.steps)
+    (dist / "v5_25" / first).write_text(applies)
+    (dist / "v5_25" / second).write_text(fails)
     return {"cache": cache, "wheel": wheel, "sdist": sdist, "target": target, "dist": dist}
 
 
@@ -177,7 +180,11 @@ def test_drift_reports_methods_classes_call_sites_and_stacks(releases):
         ("transformers/generation/utils.py", "generate", "cache.crop(-1)")
     ]
     stacks = {stack.target: [patch.state for patch in stack.patches] for stack in report.stacks}
-    assert stacks == {"v5_25": [APPLIES, FAILS], "v5_24": [NOT_BUILT] * 6, "v5_14": [NOT_BUILT] * 7}
+    assert stacks == {
+        "v5_25": [APPLIES, FAILS],
+        "v5_24": [NOT_BUILT] * len(get_target("v5_24").steps),
+        "v5_14": [NOT_BUILT] * len(get_target("v5_14").steps),
+    }
     assert report.changes() == [
         "1 replaced method changed",
         "1 replaced method gone",
@@ -192,10 +199,11 @@ def test_drift_reports_methods_classes_call_sites_and_stacks(releases):
 def test_drift_of_the_target_release_itself_finds_nothing(releases, tmp_path):
     old = {"transformers/cache_utils.py": OLD_CACHE_UTILS, "transformers/generation/utils.py": OLD_GENERATION}
     sdist = _sdist(tmp_path / "same", "5.90.0", old)
-    (releases["dist"] / "v5_25" / "fix-cache-crop-1-clamp.patch").write_text(
+    first, second = (f"fix-cache-crop-{step.branch}.patch" for step in releases["target"].steps)
+    (releases["dist"] / "v5_25" / first).write_text(
         _patch(tmp_path, OLD_CACHE_UTILS, OLD_CACHE_UTILS + "\nCLAMPED = True\n", "one")
     )
-    (releases["dist"] / "v5_25" / "fix-cache-crop-2-history.patch").write_text(
+    (releases["dist"] / "v5_25" / second).write_text(
         _patch(tmp_path, OLD_CACHE_UTILS + "\nCLAMPED = True\n", OLD_CACHE_UTILS + "\nCLAMPED = 1\n", "two")
     )
     wheel = releases["cache"] / "5.90.0" / "transformers-5.90.0-py3-none-any.whl"

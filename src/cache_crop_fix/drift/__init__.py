@@ -97,7 +97,10 @@ def drift(
     new = surface(release)
     repo = sdist_repo(release, folder / "sdist", log)
     try:
-        stacks = [check_stack(each, repo, version, dist_dir) for each in TARGETS]
+        # The target compared is the one given (its table may differ from the installed one of the same name)
+        stacks = [
+            check_stack(target if each.name == target.name else each, repo, version, dist_dir) for each in TARGETS
+        ]
     except ExportError as error:
         raise DriftError(str(error)) from error
     report = DriftReport(
