@@ -15,7 +15,7 @@ STAMP_25 := $(VENV_25)/.installed
 # kernels (ATEN_CPU_CAPABILITY=default), so that a comparison that holds only on this CPU's kernels fails here
 NUMERIC_TESTS := tests/test_generation.py tests/test_generation_hybrid.py tests/test_call_sites.py
 
-.PHONY: install install-main install-v5_25 test test-main test-v5_25 test-default-kernels lint style clean branch bench matrix mutate audit
+.PHONY: install install-main install-v5_25 test test-main test-v5_25 test-default-kernels lint style clean branch bench matrix mutate audit drift
 
 install: $(STAMP)
 install-main: $(STAMP_MAIN)
@@ -135,3 +135,25 @@ mutate: $(STAMP) $(STAMP_MAIN)
 	  $$py -m pip install --quiet -r requirements-mutate.txt \
 	  && nice $$py utils/mutation_testing.py --jobs $(JOBS) $$target || status=1; \
 	done; exit $$status
+
+# What a transformers release does to the fix (issue 22): the newest release on the package index against the nearest
+# target, with its stock audit in a venv of its own (build/drift/); nothing is installed into our venvs. Exits 1 when
+# something changed. `make drift DRIFT="5.25.0 --against v5_24 --audit"` checks another release.
+DRIFT ?= --audit
+drift: $(STAMP)
+	$(PY) -m cache_crop_fix drift $(DRIFT)
+
+# Any other target (one made by `python -m cache_crop_fix new-target`): `make test-v5_26` makes .venv-v5_26 from
+# requirements-v5_26.txt (and requirements-v5_26-nodeps.txt, installed with --no-deps, if there is one) and runs
+# tests/v5_26 there. The targets above keep their own rules.
+.PRECIOUS: .venv-%/.installed
+.venv-%/.installed: requirements-%.txt pyproject.toml setup.py | $(STAMP)
+	test -x .venv-$*/bin/python || $(PYTHON) -m venv .venv-$*
+	UV=$(VENV)/bin/uv $(PY) utils/uv_pip.py install --quiet --python .venv-$*/bin/python -r requirements-$*.txt
+	if [ -f requirements-$*-nodeps.txt ]; then \
+	  UV=$(VENV)/bin/uv $(PY) utils/uv_pip.py install --quiet --python .venv-$*/bin/python --no-deps -r requirements-$*-nodeps.txt; fi
+	UV=$(VENV)/bin/uv $(PY) utils/uv_pip.py install --quiet --python .venv-$*/bin/python --no-deps -e .
+	touch $@
+
+test-v%: .venv-v%/.installed
+	.venv-v$*/bin/python -m pytest tests/v$*

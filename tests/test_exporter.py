@@ -470,7 +470,16 @@ def test_export_commits_a_stack_of_minimal_ruff_clean_commits(synthetic):
     first, second = "fix-cache-crop-1-toy", "fix-cache-crop-2-model"
     assert _git(repo, "rev-parse", f"{first}~1") == base
     assert _git(repo, "rev-parse", f"{second}~1") == _git(repo, "rev-parse", first)
-    assert _git(repo, "rev-parse", exporter.BRANCH) == _git(repo, "rev-parse", second)  # the top of the stack
+    # The fork branch is the top of the stack and one commit that gives it a local version (no pull request has it)
+    assert _git(repo, "rev-parse", f"{exporter.BRANCH}~1") == _git(repo, "rev-parse", second)
+    sha = _git(repo, "rev-parse", "--short=10", second)
+    assert report.fork_version == f"5.14.1+cachecropfix.g{sha}"
+    assert _git(repo, "diff", "--name-only", second, exporter.BRANCH).split() == ["src/transformers/__init__.py"]
+    assert (
+        _git(repo, "show", f"{exporter.BRANCH}:src/transformers/__init__.py")
+        == f'__version__ = "{report.fork_version}"'
+    )
+    assert _git(repo, "log", "-1", "--format=%s", exporter.BRANCH) == "Version the fork branch"
     # Each step touches only what it owns
     assert _git(repo, "diff", "--name-only", base, first).split() == [
         "src/transformers/toy_cache.py",

@@ -1,5 +1,5 @@
 """
-Command line: `python -m cache_crop_fix status`, `... audit` and `... fingerprints`.
+Command line: `python -m cache_crop_fix status`, `... audit`, `... fingerprints`, `... drift` and `... new-target`.
 
 `status` tells whether the fix is active in this process and whether the environment (`CACHE_CROP_FIX=1` and the
 start-up hook) activates it in every Python process, the transformers and torch versions, and what is patched. It
@@ -9,6 +9,9 @@ exits with 1 when something is wrong: the installed transformers is not supporte
 `audit` runs every cache layer type of the installed release through the same crops on stock transformers and with the
 fix, and rewrites that target's section of `docs/source/en/cache_crop_audit.md` (`--stdout`, `--check`: see
 `python -m cache_crop_fix audit --help`).
+
+`drift [VERSION]` tells what a transformers release (default: the newest) changes for the nearest target, without
+installing it; `new-target VERSION` adds a target for a release line, made from the nearest one (see their `--help`).
 """
 
 import argparse
@@ -139,15 +142,23 @@ def _fingerprints() -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    # The audit has options of its own
+    # The audit, drift and new-target have options of their own
     if argv[:1] == ["audit"]:
         from . import audit
 
         return audit.main(argv[1:])
+    if argv[:1] == ["drift"]:
+        from . import drift
+
+        return drift.main(argv[1:])
+    if argv[:1] == ["new-target"]:
+        from . import new_target
+
+        return new_target.main(argv[1:])
     parser = argparse.ArgumentParser(
         prog="python -m cache_crop_fix", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("command", choices=["status", "fingerprints", "audit"])
+    parser.add_argument("command", choices=["status", "fingerprints", "audit", "drift", "new-target"])
     args = parser.parse_args(argv)
     return _status() if args.command == "status" else _fingerprints()
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import importlib.util
 import re
 import sys
 from collections import Counter
@@ -25,15 +26,21 @@ from pathlib import Path
 import torch
 
 from .. import patcher
-from ..targets import target_for
+from ..targets import TARGETS, target_for
 from .common import CORRECT, CRASH, INCONSISTENT, REFUSED, Case, Outcome, Table, _classes
 
 
 __all__ = ["CORRECT", "CRASH", "INCONSISTENT", "REFUSED", "Row", "counts", "main", "render", "run", "table"]
 
 DEFAULT_OUTPUT = Path("docs/source/en/cache_crop_audit.md")
-# The sections of the page, the `main` target first
-SECTIONS = ("v5_25", "v5_24", "v5_14")
+
+
+def _sections() -> tuple[str, ...]:
+    """The targets with an audit table (`audit/<target>.py`), the newest first: the sections of the page."""
+    return tuple(target.name for target in TARGETS if importlib.util.find_spec(f"{__name__}.{target.name}"))
+
+
+SECTIONS = _sections()
 TITLE = "# `Cache.crop` audit: every cache layer type, stock vs fixed"
 
 

@@ -62,6 +62,7 @@ class ExportReport:
     verification: VerifyReport | None
     seconds: float
     verified_now: bool = True
+    fork_version: str = ""  # the local version of the fork branch (`fix-cache-crop`): 5.14.1+cachecropfix.g<stack>
 
     @property
     def ok(self) -> bool:
@@ -119,7 +120,9 @@ def export(
         sources.update({path: change.source for path, change in changes.items()})
         steps.append(StepReport(plan, commit, changes, ruff, notes, dist / f"PR-{plan.step.branch}.md", 0))
         parent = commit.commit
-    series = finish_stack(the_base.repo, [step.commit for step in steps], dist, check_out=the_base.is_sdist)
+    series, fork_version = finish_stack(
+        the_base.repo, [step.commit for step in steps], dist, the_base.is_sdist, identity, date
+    )
 
     stored = build_dir / target.name / "verify" / "report.json"
     verification = None
@@ -155,6 +158,7 @@ def export(
         verification,
         time.monotonic() - start,
         run_verify,
+        fork_version,
     )
 
 
@@ -215,6 +219,7 @@ def summary(report: ExportReport) -> str:
         when = f"{report.verification.seconds:.0f} s" if report.verified_now else "not run now: the last one"
         lines.append(f"verification ({when}): " + ("OK" if report.verification.ok else "FAILED"))
     lines += [
+        f"fork branch {BRANCH}: the top step and one commit that versions it transformers {report.fork_version}",
         f'install the top of the stack: pip install "git+file://{base.repo}@{BRANCH}"',
         f"total: {report.seconds:.0f} s",
     ]

@@ -1,6 +1,9 @@
 """Stage 5: commit each step on top of the previous one, one branch each (`fix-cache-crop-1-clamp`, ...; the top one
 is also `fix-cache-crop`), and write one patch per step to `dist/`.
 
+The top branch, `fix-cache-crop`, is the fork branch: one more commit on the top step gives it a local version
+(`fork_version`), so that an install of it says what it is; the pull requests' branches never have that commit.
+
 Commits are made from trees (git plumbing): a contributor's work tree and index are left alone. They are
 reproducible: the author is the contributor's (git config, or `--author`), the date the base's; exporting again from
 the same base and overlay finds every branch up to date and changes nothing.
@@ -15,7 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .base import BRANCH
-from .shell import ExportError, git, git_env, rev, write_if_changed
+from .fork_version import INIT_PATH, SETUP_PATH, versioned_sources
+from .fork_version import message as fork_message
+from .shell import ExportError, git, git_env, read_at, rev, write_if_changed
 from .transplant import FileChange
 
 
@@ -112,15 +117,35 @@ def _is_same(repo: Path, commit: str, parent: str, tree: str, message: str, auth
     return parents == [parent] and fields == [tree, *author] and same_message
 
 
-def finish_stack(repo: Path, commits: list[StepCommit], dist_dir: Path, check_out: bool) -> Path:
-    """Points `fix-cache-crop` at the top step, writes the whole series as one mbox (`git am` applies it), and checks
-    the top branch out when the repository is ours (the sdist's)."""
+def version_fork(repo: Path, top: StepCommit, author: tuple[str, str], date: str) -> tuple[str, str]:
+    """The fork branch's own commit on top of the stack (see `fork_version`): made, or found up to date. Returns it
+    and the local version it sets."""
+    version, sources = versioned_sources(
+        read_at(repo, top.commit, INIT_PATH), read_at(repo, top.commit, SETUP_PATH), top.commit
+    )
+    changes = {path: FileChange(path, source, read_at(repo, top.commit, path)) for path, source in sources.items()}
+    tree = _tree_with(repo, top.commit, changes)
+    text = fork_message(version, top.commit)
+    current = rev(repo, f"refs/heads/{BRANCH}")
+    if current is not None and _is_same(repo, current, top.commit, tree, text, author):
+        return current, version
+    commit = git(repo, "commit-tree", tree, "-p", top.commit, "-F", "-", env=git_env(author, date), input=text)
+    return commit.strip(), version
+
+
+def finish_stack(
+    repo: Path, commits: list[StepCommit], dist_dir: Path, check_out: bool, author: tuple[str, str], date: str
+) -> tuple[Path, str]:
+    """Points `fix-cache-crop` at the fork branch's version commit on top of the stack, writes the whole series (the
+    pull requests' commits, without that one) as one mbox (`git am` applies it), and checks the top branch out when
+    the repository is ours (the sdist's). Returns the series and the fork branch's local version."""
     top = commits[-1]
-    if rev(repo, f"refs/heads/{BRANCH}") != top.commit:
-        _set_branch(repo, BRANCH, top.commit)
+    fork, version = version_fork(repo, top, author, date)
+    if rev(repo, f"refs/heads/{BRANCH}") != fork:
+        _set_branch(repo, BRANCH, fork)
     if check_out and git(repo, "symbolic-ref", "-q", "HEAD", check=False).strip() != f"refs/heads/{BRANCH}":
         git(repo, "checkout", "-q", BRANCH)
     series = dist_dir / f"{BRANCH}.patch"
     stack_range = f"{commits[0].parent}..{top.commit}"
     write_if_changed(series, git(repo, "format-patch", "--stdout", "--no-signature", stack_range))
-    return series
+    return series, version

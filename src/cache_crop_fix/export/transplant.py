@@ -361,24 +361,35 @@ def _is_pass(statement: cst.CSTNode) -> bool:
 # Checking a base against what the overlay expects
 
 
-def method_fingerprints(source: str, module_name: str) -> dict[str, str]:
-    """`patcher.source_fingerprint` of every method of every top-level class, computed from the source text.
+def method_sources(source: str, module_name: str) -> dict[str, str]:
+    """The source of every method of every top-level class, dedented, as `inspect.getsource` gives it.
 
     Keys are qualified names (`transformers.cache_utils.Cache.crop`). Like `inspect.getsource`, a method's source
     starts at its first decorator and ends with its block.
     """
     lines = source.splitlines(keepends=True)
-    fingerprints = {}
+    sources = {}
     for node in ast.parse(source).body:
         if not isinstance(node, ast.ClassDef):
             continue
         for member in node.body:
             if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 first = min([decorator.lineno for decorator in member.decorator_list] + [member.lineno])
-                block = "".join(inspect.getblock(lines[first - 1 :]))
-                digest = hashlib.sha256(textwrap.dedent(block).encode()).hexdigest()[:16]
-                fingerprints[f"{module_name}.{node.name}.{member.name}"] = digest
-    return fingerprints
+                sources[f"{module_name}.{node.name}.{member.name}"] = textwrap.dedent(
+                    "".join(inspect.getblock(lines[first - 1 :]))
+                )
+    return sources
+
+
+def text_fingerprint(method_source: str) -> str:
+    """`patcher.source_fingerprint` of a method, from its dedented source text."""
+    return hashlib.sha256(method_source.encode()).hexdigest()[:16]
+
+
+def method_fingerprints(source: str, module_name: str) -> dict[str, str]:
+    """`patcher.source_fingerprint` of every method of every top-level class, computed from the source text (keys as
+    in `method_sources`)."""
+    return {qualname: text_fingerprint(text) for qualname, text in method_sources(source, module_name).items()}
 
 
 def check_base(
