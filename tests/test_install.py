@@ -244,7 +244,7 @@ def test_install_path_activates_with_the_variable_and_uninstalls_cleanly(venv, s
     requires = sorted(line.split(":", 1)[1].replace(" ", "") for line in metadata if line.startswith("Requires-Dist:"))
     # The union of the targets' releases (5.14.x and 5.24.x), as one pip range; and no torch
     gap = ",".join(f"!=5.{minor}.*" for minor in range(15, 24))
-    assert requires == ["packaging", f"transformers{gap},<5.25,>=5.14.0"]
+    assert requires == ["packaging", f"transformers{gap},<5.26,>=5.14.0"]
     assert (venv.purelib / "cache_crop_fix").is_dir() is (how != "editable")  # editable: the code stays in source
 
     # The seed reproduction, which does not import cache_crop_fix, gets the fix from the environment
@@ -463,7 +463,7 @@ def test_regular_install_fixes_transformers_5_24(source, tmp_path):
 
         status = main.call([main.python, "-m", "cache_crop_fix", "status"])
         assert _field(status, "this process") == "active"
-        assert _field(status, "transformers") == "5.24.0 (supported; target v5_24, the 5.24 main line)"
+        assert _field(status, "transformers") == "5.24.0 (supported; target v5_24, the 5.24 backport)"
     finally:
         _remove_in_background(path)
 
