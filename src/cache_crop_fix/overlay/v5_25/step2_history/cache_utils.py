@@ -161,7 +161,9 @@ class LinearAttentionCacheLayerMixin:
                 conv_states = self.conv_states[i][..., : self.conv_states[i].shape[-1] - tokens_to_remove]
                 conv_states = conv_states[..., -self.conv_kernel_size[i] :]
                 padding_length = self.conv_kernel_size[i] - conv_states.shape[-1]
-                self.conv_states[i] = torch.nn.functional.pad(conv_states, (padding_length, 0), value=0)
+                if padding_length > 0:
+                    conv_states = torch.nn.functional.pad(conv_states, (padding_length, 0), value=0)
+                self.conv_states[i] = conv_states
             # Restore the recurrent states (if they exist, as recurrent state is optional), in place to keep their address
             if self.is_recurrent_states_initialized[i] and tokens_to_remove > 0:
                 self.recurrent_states[i].copy_(self.recurrent_states_history[i][-tokens_to_remove])
