@@ -186,93 +186,89 @@ class LinearAttentionLayer:
         self, conv_states: torch.Tensor, state_idx: int = 0, conv_kernel_size: int | None = None, **kwargs
     ) -> torch.Tensor:
         """
-        Update the linear attention cache in-place, and return the necessary conv states.
+        Add the conv inputs of a forward to the cache, and return them behind the cached left context, as the causal conv
+        of the forward needs them.
 
         Args:
-            conv_states (`torch.Tensor`): The new conv states to cache.
+            conv_states (`torch.Tensor`): The conv inputs of the new tokens, of shape `(batch_size, channels, seq_len)`.
+            state_idx (`int`, *optional*, defaults to 0): Which of the layer's conv states to update.
+            conv_kernel_size (`int`, *optional*): The kernel size, needed on the first update while recording the past.
 
         Returns:
-            `torch.Tensor`: The updated conv states.
+            `torch.Tensor`: The cached left context followed by `conv_states`.
         """
-        # Lazy initialization
         if not self.is_conv_states_initialized[state_idx]:
             self.lazy_initialization(conv_states=conv_states, state_idx=state_idx, conv_kernel_size=conv_kernel_size)
-
-        # Add the current sequence length, also on the host to know it without a device sync
+        num_new_tokens = conv_states.shape[-1]
         if state_idx == 0:
-            self.cumulative_length_linear.add_(conv_states.shape[-1])
-            self.num_tokens_linear += conv_states.shape[-1]
+            # The length on the device (read by compiled code) and on the host (read by `crop`, without a device sync)
+            self.cumulative_length_linear.add_(num_new_tokens)
+            self.num_tokens_linear += num_new_tokens
 
-        # This is prefill, simply pad the conv_states if necessary
-        if not self.has_previous_state[state_idx]:
-            full_conv_states = conv_states
-            self.has_previous_state[state_idx] = True
-            # In this case, need to pad it to fit the conv_kernel_size
-            if not self.record_past and full_conv_states.shape[-1] < self.conv_kernel_size[state_idx]:
-                padding_length = self.conv_kernel_size[state_idx] - full_conv_states.shape[-1]
-                full_conv_states = torch.nn.functional.pad(full_conv_states, (padding_length, 0), value=0)
-        # We need to return the concatenation of the current state and the full new one so that the causal conv can see the
-        # correct left context - however we usually cache only the last part
-        else:
+        kernel_size = self.conv_kernel_size[state_idx]
+        if self.has_previous_state[state_idx]:
             full_conv_states = torch.cat([self.conv_states[state_idx], conv_states], dim=-1)
-
-        # Usually, keep only the last `conv_kernel_size` tokens
-        if not self.record_past:
-            # Copy instead of assigning to keep the static address
-            self.conv_states[state_idx].copy_(full_conv_states[..., -self.conv_kernel_size[state_idx] :])
-        # If we need to record the past, keep the full states for now to be able to rollback later (padded to the kernel size,
-        # so that the tokens recorded are the ones after the first `conv_kernel_size`)
         else:
-            padding_length = max(self.conv_kernel_size[state_idx] - full_conv_states.shape[-1], 0)
-            self.conv_states[state_idx] = torch.nn.functional.pad(full_conv_states, (padding_length, 0), value=0)
+            # The first forward has no left context: the conv sees zeros before the first token
+            self.has_previous_state[state_idx] = True
+            full_conv_states = conv_states
+            if not self.record_past and num_new_tokens < kernel_size:
+                full_conv_states = torch.nn.functional.pad(conv_states, (kernel_size - num_new_tokens, 0))
 
-        # Return full states no matter what
+        if self.record_past:
+            # Every token is kept until the next `crop`, behind at least `kernel_size` columns (zeros before the first
+            # token), so that the tokens `crop` can remove are the ones after the first `kernel_size`
+            stored = full_conv_states
+            if stored.shape[-1] < kernel_size:
+                stored = torch.nn.functional.pad(stored, (kernel_size - stored.shape[-1], 0))
+            self.conv_states[state_idx] = stored
+        else:
+            # The next forward only needs the last `kernel_size` columns, written in place to keep the static address
+            self.conv_states[state_idx].copy_(full_conv_states[..., -kernel_size:])
         return full_conv_states
 
     def update_recurrent_state(
         self, recurrent_states: torch.Tensor | list[torch.Tensor], state_idx: int = 0, **kwargs
     ) -> torch.Tensor:
         """
-        Update the linear attention cache in-place, and return the necessary recurrent states.
+        Store the recurrent state after the last token of a forward (in place, keeping the static address), and return it.
+        While the layer records its past, the states it can be rolled back to are kept too (see `_extend_history`).
 
         Args:
-            recurrent_states (`torch.Tensor` or `list[torch.Tensor]`): If a single Tensor, the last recurrent state to cache.
-            If a list of torch.Tensor, corresponds to the last `N = len(recurrent_states)` recurrent states during a `forward`
-            with several tokens (usually prefill), to be able to correctly `crop` this layer later on.
+            recurrent_states (`torch.Tensor` or `list[torch.Tensor]`): The state after the last token, or the states after
+                each of the last tokens of the forward, the last one last (see `Cache.get_recurrent_states_to_keep`).
+            state_idx (`int`, *optional*, defaults to 0): Which of the layer's recurrent states to update.
 
         Returns:
-            `torch.Tensor`: The updated last recurrent states.
+            `torch.Tensor`: The cached recurrent state.
         """
         if not self.is_recurrent_states_initialized[state_idx]:
             self.lazy_initialization(recurrent_states=recurrent_states, state_idx=state_idx)
-
-        # It can either be a Tensor or a list, independently of `record_past`
-        history, last_state = [], recurrent_states
-        if not isinstance(recurrent_states, torch.Tensor):
-            history, last_state = list(recurrent_states[:-1]), recurrent_states[-1]
-
-        # The number of tokens of this forward, counted by the conv states (unknown for layers without conv states)
+        per_token = not isinstance(recurrent_states, torch.Tensor)
+        # The tokens of this forward, counted by the conv update that precedes this one in every model
         num_new_tokens = self.num_tokens_linear - self.recurrent_states_num_tokens[state_idx]
         self.recurrent_states_num_tokens[state_idx] = self.num_tokens_linear
-
-        # In this case, save the history
         if self.record_past:
-            states_history = self.recurrent_states_history[state_idx]
-            # The state from before this forward is a rollback point only if every token after it has its state: otherwise the
-            # tokens in between cannot be rolled back to, nor can the older states be reached
-            if not self.is_conv_states_initialized[0] or num_new_tokens == len(history) + 1:
-                # Note that we need to clone since the recurrent state will be updated in-place
-                history = [self.recurrent_states[state_idx].clone()] + history
-            else:
-                states_history.clear()
-            # Note that we extend instead of assigning, as some assisted decoding methods may call several `forward` in a row before `crop`
-            states_history.extend(history)
-            # Keep at most `recurrent_states_to_keep` states: memory stays bounded between two crops
-            del states_history[: max(len(states_history) - self.recurrent_states_to_keep, 0)]
-
-        # Note that we copy instead of assigning, to preserve the static address for cudagraphs
-        self.recurrent_states[state_idx].copy_(last_state)
+            self._extend_history(state_idx, list(recurrent_states[:-1]) if per_token else [], num_new_tokens)
+        self.recurrent_states[state_idx].copy_(recurrent_states[-1] if per_token else recurrent_states)
         return self.recurrent_states[state_idx]
+
+    def _extend_history(self, state_idx: int, intermediate_states: list[torch.Tensor], num_new_tokens: int) -> None:
+        """
+        Adds the rollback points of a forward of `num_new_tokens` tokens to the history of state `state_idx`: the states
+        after each of its tokens but the last, and the cached state from before the forward when it is adjacent to them
+        (every token of the forward has its state; unknown for a layer without conv states, which is then assumed). The
+        history keeps the last `recurrent_states_to_keep` of them.
+        """
+        history = self.recurrent_states_history[state_idx]
+        if not self.is_conv_states_initialized[0] or num_new_tokens == len(intermediate_states) + 1:
+            # A copy: the cached state is overwritten in place
+            history.append(self.recurrent_states[state_idx].clone())
+        else:
+            # The tokens before the first state handed over have no state: nothing older can be reached
+            history.clear()
+        history.extend(intermediate_states)
+        del history[: max(len(history) - self.recurrent_states_to_keep, 0)]
 
 
 class LinearAttentionAndFullAttentionLayer:
