@@ -21,7 +21,7 @@ from cache_crop_fix import export as exporter
 from cache_crop_fix import patcher
 from cache_crop_fix.export import plan
 from cache_crop_fix.export.format import check_minimal
-from cache_crop_fix.export.pr_text import lines_outside_details
+from cache_crop_fix.export.pr_text import lines_outside_details, new_tests
 from cache_crop_fix.export.transplant import (
     FileChange,
     TransplantError,
@@ -714,6 +714,21 @@ def test_every_step_has_a_pull_request_text(target):
     assert target.related
     # The backport points to the stack that lands first, on upstream `main`
     assert [other.name for other in TARGETS if other.backport_of is None] == [TARGETS[0].name]
+
+
+def test_pr_text_lists_only_the_test_files_of_its_step():
+    # The 5.14 stack's later steps add tests to test_cache_utils.py only, while earlier steps also added tests to other
+    # files: a step's text names the files its own diff touches, not every file with a test of the stack so far
+    step = dataclasses.replace(get_target("v5_14").steps[3], tests=("LaterTest",))
+    tests = {
+        "tests/generation/test_candidate_generator.py": ("EarlierTest",),
+        "tests/utils/test_cache_utils.py": ("FirstTest", "LaterTest"),
+    }
+    lines = new_tests(plan.StepPlan(4, step, (), tests))
+    assert lines == [
+        "- New in `tests/utils/test_cache_utils.py`: `LaterTest` "
+        "(`pytest tests/utils/test_cache_utils.py::LaterTest`)."
+    ]
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ AI-disclosure checkbox of upstream's template is left unticked: it is for the pe
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from ..targets import Target, get_target
@@ -20,7 +21,8 @@ AI_CHECKBOX = "- [ ] I confirm that this is not a pure code agent PR."
 
 
 def commit_message(plan: StepPlan, total: int) -> str:
-    body = plan.step.summary.split("\n\n```")[0]  # the reproduction goes in the pull request text, not the commit
+    # the reproductions go in the pull request text, not the commit message
+    body = re.sub(r"\s*```python\n.*?```\s*", "\n\n", plan.step.summary, flags=re.DOTALL).strip()
     lines = [plan.step.title, "", *_wrap(body), ""]
     if plan.step.behaviour_changes:
         lines += ["Behaviour changes:", *(f"- {change}" for change in plan.step.behaviour_changes), ""]
@@ -65,11 +67,7 @@ def pr_text(
     if plan.step.behaviour_changes:
         lines += ["## Behaviour changes", *(f"- {change}" for change in plan.step.behaviour_changes), ""]
     lines += ["## Tests"]
-    own = [
-        f"{path}::{name}" for path, names in sorted(plan.tests.items()) for name in names if name in plan.test_classes
-    ]
-    classes = ", ".join(f"`{name}`" for name in plan.test_classes)
-    lines.append(f"- New in `{'`, `'.join(sorted(plan.tests))}`: {classes} (`pytest {' '.join(own)}`).")
+    lines += new_tests(plan)
     details = []
     if verification is not None:
         against = "the unpatched base" if plan.number == 1 else f"`{previous}`"
@@ -120,6 +118,18 @@ def pr_text(
         "",
     ]
     return "\n".join(lines)
+
+
+def new_tests(plan: StepPlan) -> list[str]:
+    """One line per test file this step's diff touches, with the classes it adds there (`plan.tests` also holds the
+    classes of the earlier steps, in files this step may not touch)."""
+    lines = []
+    for path, names in sorted(plan.tests.items()):
+        own = [name for name in names if name in plan.test_classes]
+        if own:
+            selectors = " ".join(f"{path}::{name}" for name in own)
+            lines.append(f"- New in `{path}`: {', '.join(f'`{name}`' for name in own)} (`pytest {selectors}`).")
+    return lines
 
 
 def _ruff(ruff: RuffReport) -> str:

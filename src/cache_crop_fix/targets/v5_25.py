@@ -38,7 +38,57 @@ layer.activate_past_recording(recurrent_states_to_keep=2)  # assisted decoding: 
 states = [torch.full((1, 1), float(t)) for t in range(1, 4)]  # the state after each of 3 tokens
 layer.update_conv_state(torch.zeros(1, 1, 3), conv_kernel_size=2)
 layer.update_recurrent_state(states[-2:])  # the model hands over the last N per-token states
-layer.crop(-2)  # all drafts rejected. 5.25.0 restores the state before the forward: tensor([[0.]]), not tensor([[1.]])
+layer.crop(-2)  # all drafts rejected: the state after the first token is needed
+print(layer.recurrent_states[0])  # 5.25.0: tensor([[0.]]) (from before the forward). With this PR: ValueError
+```"""
+
+REFUSE_REPRODUCTION = """\
+```python
+import torch
+from transformers.cache_utils import DynamicSlidingWindowLayer
+layer = DynamicSlidingWindowLayer(sliding_window=3)
+layer.activate_past_recording()  # an assistant's cache, as `generate` sets it up
+layer.update(torch.ones(1, 1, 4, 1), torch.ones(1, 1, 4, 1))
+layer.crop(0)  # `generate`, after every forward
+layer.crop(-1)
+print(layer.keys.shape[-2], layer.get_seq_length())  # 5.25.0: 1 3 (the window needs 3). With this PR: ValueError
+```"""
+
+MINIMAX_REPRODUCTION = """\
+```python
+import torch
+from transformers.models.minimax_m3_vl.modeling_minimax_m3_vl import MiniMaxM3VLSparseStaticCacheLayer
+layer = MiniMaxM3VLSparseStaticCacheLayer(max_cache_len=8)
+layer.update(torch.ones(1, 1, 3, 1), torch.ones(1, 1, 3, 1))
+layer.update_index(torch.ones(1, 1, 3, 1))
+layer.crop(-5)
+print(layer.idx_cumulative_length)  # 5.25.0: tensor([-2]). With this PR: tensor([0])
+```"""
+
+OCR_REPRODUCTION = """\
+```python
+import torch
+from transformers.models.unlimited_ocr.modeling_unlimited_ocr import UnlimitedOcrStaticReferenceSlidingWindowLayer
+layer = UnlimitedOcrStaticReferenceSlidingWindowLayer(max_cache_len=6, sliding_window=4)
+layer.set_prefill_length(2)
+layer.update(torch.ones(1, 1, 2, 1), torch.ones(1, 1, 2, 1))  # the prefill (reference) tokens
+layer.update(torch.ones(1, 1, 1, 1), torch.ones(1, 1, 1, 1))  # a decoded token
+layer.crop(-3)  # every token
+print(layer.prefill_cumulative_length, layer.cumulative_length_int)  # 5.25.0: 2 -2. With this PR: 0 0
+```"""
+
+DEEPSEEK_REPRODUCTION = """\
+```python
+import torch
+from transformers import DeepseekV4Config
+from transformers.models.deepseek_v4.modeling_deepseek_v4 import DeepseekV4CSACache
+config = DeepseekV4Config(num_hidden_layers=1, layer_types=["compressed_sparse_attention"], sliding_window=8)
+layer = DeepseekV4CSACache(config)
+states = torch.ones(1, 1, 3, 1)
+layer.update(states, states)
+layer.store_compression_weights("compressor", states.view(1, 3, 1), states.view(1, 3, 1))
+layer.crop(-1)
+print(layer.get_seq_length(), layer.buffer_kv["compressor"].shape[1])  # 5.25.0: 2 3. With this PR: ValueError
 ```"""
 
 STEPS = (
@@ -103,7 +153,9 @@ STEPS = (
             "`crop(0)` (which `generate` calls after every forward) trimmed its window, so a following `crop(-1)` "
             "keeps one token too few; a `StaticSlidingWindowLayer` whose `max_cache_len` exceeds its window may have "
             "overwritten the states to restore (its own `is_croppable` says so, but `crop` did not check); and the "
-            "quantized layers cut only their residual part. They now raise a `ValueError` that says what can be "
+            "quantized layers cut only their residual part.\n\n"
+            + REFUSE_REPRODUCTION
+            + "\n\nThey now raise a `ValueError` that says what can be "
             "removed instead, and `Cache.crop` asks every layer before cropping any. Removing every token is always "
             "possible on the sliding windows."
         ),
@@ -123,7 +175,8 @@ STEPS = (
             "MiniMax-M3-VL's `MiniMaxM3VLSparseStaticCacheLayer` rolls its indexer counter back without a bound "
             "(`idx_cumulative_length` went negative on a full rollback), and the dynamic layer cut a fixed number of "
             "index keys, whatever the layer held (and failed before its first index keys). Both now follow the "
-            "clamped key and value states; the static counter moves in place (no device sync)."
+            "clamped key and value states; the static counter moves in place (no device sync).\n\n"
+            + MINIMAX_REPRODUCTION
         ),
         behaviour_changes=("Oversized removals empty the index keys too; the static indexer counter stops at 0.",),
     ),
@@ -136,7 +189,9 @@ STEPS = (
             "`UnlimitedOcrStaticReferenceSlidingWindowLayer` inherits `StaticSlidingWindowLayer.crop`, which only "
             "rolls the sliding-window part back: removing more tokens than were decoded kept the prefill (reference) "
             "tokens, so `get_seq_length()` stayed at the prefill length after a full rollback and the next prompt was "
-            "appended to the old one. It now removes the sliding tokens first, then the prefill ones (moving the "
+            "appended to the old one.\n\n"
+            + OCR_REPRODUCTION
+            + "\n\nIt now removes the sliding tokens first, then the prefill ones (moving the "
             "write position back, as `StaticLayer.crop` does); the next tokens fill the prefill again."
         ),
         behaviour_changes=("A crop beyond the decoded tokens removes prefill tokens too (they were kept).",),
@@ -150,7 +205,9 @@ STEPS = (
             "`DeepseekV4HCACache` and `DeepseekV4CSACache` say they cannot be cropped (`is_croppable = False`, so "
             "`generate` never rolls them back), but a direct `crop(-k)` cut their sliding window and kept the "
             "compressor buffers and compressed entries of the removed tokens: the next forward compressed stale "
-            "states. A partial crop now raises a `ValueError` before anything changes, and removing every token "
+            "states.\n\n"
+            + DEEPSEEK_REPRODUCTION
+            + "\n\nA partial crop now raises a `ValueError` before anything changes, and removing every token "
             "resets the layer (it emptied only the window)."
         ),
         behaviour_changes=("Partial crops of DeepSeek-V4's caches raise; full rollbacks reset them.",),
