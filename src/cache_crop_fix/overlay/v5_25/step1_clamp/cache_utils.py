@@ -23,10 +23,12 @@ class DynamicLayer:
         if tokens_to_remove == 0 or not self.is_initialized:
             return
 
-        # Crop the cache, clamping the removal to what the layer holds
-        new_length = max(self.keys.shape[-2] + tokens_to_remove, 0)
-        self.keys = self.keys[..., :new_length, :]
-        self.values = self.values[..., :new_length, :]
+        # Crop the cache. Slicing empties the layer when more tokens are removed than it holds, but it truncates a bound
+        # beyond 64 bits with a warning: clamp those first (no layer holds 2**62 tokens)
+        if tokens_to_remove < -(2**62):
+            tokens_to_remove = -(2**62)
+        self.keys = self.keys[..., :tokens_to_remove, :]
+        self.values = self.values[..., :tokens_to_remove, :]
 
 
 class DynamicSlidingWindowLayer:
