@@ -118,6 +118,7 @@ bench: $(STAMP) $(STAMP_MAIN) $(STAMP_25)
 	$(PY) benchmarks/bench_crop.py
 	$(PY) benchmarks/bench_assisted_history.py
 	$(PY_MAIN) benchmarks/bench_assisted_history.py
+	$(PY_25) benchmarks/bench_assisted_history.py
 
 # The supported Python and torch versions (noxfile.py; downloads torch for Pythons without a local wheel). Not part of
 # `make test`. `make matrix NOXFLAGS="-s fork"` runs one session.

@@ -17,11 +17,12 @@ an order rotated from round to round, and the table reports medians over the rou
 against greedy decoding.
 
 It writes its section of `docs/source/en/benchmarks.md`, one per target (between the `bench_assisted_history` markers
-for 5.14, `bench_assisted_history_v5_24` for 5.24; appended if missing), so it runs after `benchmarks/bench_crop.py` in
+for 5.14, `bench_assisted_history_<target>` for the others; appended if missing), so it runs after `benchmarks/bench_crop.py` in
 `make bench`, once in each target's venv.
 
     .venv/bin/python benchmarks/bench_assisted_history.py                 # the full run (several minutes)
     .venv-v5_24/bin/python benchmarks/bench_assisted_history.py           # the same on transformers 5.24
+    .venv-v5_25/bin/python benchmarks/bench_assisted_history.py           # 5.25: no `full` rollback to compare with
     .venv/bin/python benchmarks/bench_assisted_history.py --quick --out-dir /tmp/bench   # tiny sizes (smoke test)
 """
 
@@ -56,6 +57,9 @@ START, END = f"<!-- {MARKER}:start -->", f"<!-- {MARKER}:end -->"
 # transformers 5.24 renamed the cache argument of models and of the assistant's keyword arguments
 CACHE_KWARG = "past_key_values" if TARGET.name == "v5_14" else "cache"
 NUM_ASSISTANT_TOKENS = 5
+# The backports choose between an exact and a full rollback of the assistant cache (`full` measures the latter); on 5.25,
+# upstream's per-token history rolls linear attention assistants back, and there is no full rollback to compare with
+HAS_FULL_ROLLBACK = "_get_assistant_rollback" in AssistedCandidateGenerator.__dict__
 ASSISTANTS = ("qwen3_next", "lfm2", "llama")
 
 
@@ -162,8 +166,10 @@ def history_bytes(past_key_values) -> tuple[int, int]:
         if layer.is_recurrent_states_initialized[0]:
             state += layer.recurrent_states[0].nbytes + layer.conv_states[0][..., -layer.conv_kernel_size[0] :].nbytes
         tensors = [getattr(layer, "_history_conv_state", None)]
-        for entry in getattr(layer, "history", None) or ():
+        for entry in getattr(layer, "history", None) or ():  # the backports: one entry per update
             tensors += list(entry)
+        for states in (getattr(layer, "recurrent_states_history", None) or {}).values():  # 5.25: per-token states
+            tensors += list(states)
         for tensor in tensors:
             if isinstance(tensor, torch.Tensor) and id(tensor) not in seen:
                 seen.add(id(tensor))
@@ -181,8 +187,8 @@ class Run:
         original = AssistedCandidateGenerator.__dict__["_update_past_and_masks"]
         run = self
 
-        def spy(generator, input_ids, remove_from_pkv=0, num_added_tokens=1):
-            has_past = original(generator, input_ids, remove_from_pkv, num_added_tokens)
+        def spy(generator, input_ids, *args, **kwargs):  # its other arguments differ between releases
+            has_past = original(generator, input_ids, *args, **kwargs)
             run.rounds += 1
             held, state = history_bytes(generator.assistant_kwargs.get(CACHE_KWARG))
             run.peak_history = max(run.peak_history, held)
@@ -253,7 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.assistants:
         configurations.append((name, "history" if name != "llama" else "exact", assistants[name]))
         if name != "llama":
-            configurations.append((name, "full", assistants[name]))
+            if HAS_FULL_ROLLBACK:
+                configurations.append((name, "full", assistants[name]))
             if not args.no_stock:
                 configurations.append((name, "stock", assistants[name]))
 
@@ -280,6 +287,10 @@ def main(argv: list[str] | None = None) -> int:
     stock_note = (
         "its first rollback of a linear attention assistant raises (the assistant cache does not record its past)"
         if TARGET.name == "v5_14"
+        else "the assistant records `N` per-token states for a forward of `N + 1` tokens, so a round that rejects every "
+        "draft restores the state from before the forward (#49036's follow-up; the output still equals greedy, since the "
+        "main model verifies every draft; fewer drafts are accepted)"
+        if TARGET.name == "v5_25"
         else "the assistant cache records its past, and `crop` removes the drafts from the conv states but leaves the "
         "recurrent states of the Qwen3-Next-like assistant stale (#49036): fast, and wrong (the output still equals "
         "greedy, since the main model verifies every draft; fewer drafts are accepted)"
@@ -299,9 +310,14 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.scale} so that drafts are often accepted. {new_tokens} new tokens, {NUM_ASSISTANT_TOKENS} drafts per round, greedy, 1 thread, "
         f"{rounds} interleaved rounds (medians). torch {torch.__version__}, transformers {transformers.__version__}.",
         "",
-        f"- **rollback**: `history` = {HISTORY_STEP} (exact crop of the assistant cache); `full` = the earlier steps (the "
-        "assistant cache is emptied after every round and the assistant encodes the whole sequence again); `stock` = "
-        f"stock transformers {transformers.__version__}: {stock_note}.",
+        f"- **rollback**: `history` = {HISTORY_STEP} (exact crop of the assistant cache); "
+        + (
+            "`full` = the earlier steps (the assistant cache is emptied after every round and the assistant encodes "
+            "the whole sequence again); "
+            if HAS_FULL_ROLLBACK
+            else ""
+        )
+        + f"`stock` = stock transformers {transformers.__version__}: {stock_note}.",
         "- **speed-up**: greedy time / assisted time (median of the per-round ratios).",
         "- **assistant step**: median time of the assistant's one-token forward passes (the attention-only control "
         "is sized to cost about as much as the linear attention assistants).",
