@@ -81,8 +81,8 @@ test-main: $(STAMP_MAIN)
 	$(PY_MAIN) -m pytest tests/v5_24 $(BOTH_TARGETS_TESTS)
 
 # Upstream main (transformers 5.25): its upstream-style tests with the fix applied, the end-to-end tests of hybrid main
-# models, and the numeric ones again on the portable kernels
-V5_25_TESTS := tests/v5_25 tests/test_generation_main_hybrid.py
+# models and of hybrid assistants, and the numeric ones again on the portable kernels
+V5_25_TESTS := tests/v5_25 tests/test_generation_main_hybrid.py tests/test_generation_hybrid.py
 test-v5_25: $(STAMP_25)
 	$(PY_25) -m pytest -n auto --dist loadfile $(V5_25_TESTS) tests/test_audit.py tests/test_syncs.py tests/test_pr_texts.py
 	ATEN_CPU_CAPABILITY=default $(PY_25) -m pytest -q $(V5_25_TESTS)
