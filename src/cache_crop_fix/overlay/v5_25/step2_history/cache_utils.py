@@ -10,6 +10,7 @@
 # Each class below is named like the upstream class it changes and holds only the methods this step adds or replaces;
 # the patcher installs them on the upstream classes at runtime and the exporter transplants them into upstream's file.
 # The classes here are never instantiated.
+import operator
 from typing import TYPE_CHECKING
 
 import torch
@@ -323,9 +324,10 @@ class Cache:
         (i.e. states that are not needed for the next `forward`) from the Cache.
         If a layer cannot undo the removal exactly, this raises before any layer changes.
         """
-        # `generate` may pass a 0-d tensor: read it on the host once, rather than once or more per layer
-        if type(tokens_to_remove) is not int:
-            tokens_to_remove = int(tokens_to_remove)
+        # `generate` may pass a 0-d tensor: read it on the host once, rather than once or more per layer (`operator.index`
+        # takes integer tensors only, as slicing does)
+        if type(tokens_to_remove) is not int and isinstance(tokens_to_remove, torch.Tensor):
+            tokens_to_remove = operator.index(tokens_to_remove)
         if tokens_to_remove:
             for layer in self.layers:
                 layer._check_crop(tokens_to_remove)
