@@ -693,3 +693,87 @@ def _encoder_decoder_cache():
 
 # --------------------------------------------------------------------------------------------------------------------
 # Stock vs fixed, and the report
+
+
+def shared_cases(add, layers, Setup, c, ocr, configs, refuse_all) -> None:  # noqa: N803 (a class, as in the targets)
+    """The cases every target from 5.24 on audits the same way: the placeholder layer, the model-specific layers and
+    caches, and whole caches. `add(family, scenario, setup, chunks, refuse=...)`, `layers(*factories)` and `Setup` are
+    the target's own (its contract and its view of static layers); `refuse_all` are the arguments of its cases."""
+    llama, mistral, deepseek = configs
+    three, six = (3,), (1,) * 6
+    window, max_len = WINDOW, MAX_CACHE_LEN
+    add("DummyLayer (after a DynamicLayer)", "3 tokens", layers(c.DynamicLayer, c.DummyLayer), three)
+
+    # Model-specific layers and caches
+    add("MiniMaxM3VLSparseCacheLayer", "3 tokens", layers(c.MiniMaxM3VLSparseCacheLayer), three)
+    add(
+        f"MiniMaxM3VLSparseStaticCacheLayer (max_cache_len {max_len})",
+        "3 tokens",
+        layers(lambda: c.MiniMaxM3VLSparseStaticCacheLayer(max_len)),
+        three,
+    )
+    add(
+        "MiniMaxCache (attention + lightning attention)",
+        "3 tokens",
+        Setup(_minimax_cache, record_past=False),
+        three,
+        refuse=refuse_all,
+    )
+    add(
+        "DeepseekV4HCACache (compress rate 4)",
+        "3 tokens (all in the compressor buffer)",
+        layers(lambda: c.DeepseekV4HCACache(deepseek)),
+        three,
+    )
+    add(
+        "DeepseekV4CSACache (compress rate 2)",
+        "3 tokens: 1 compressed entry + 1 buffered",
+        layers(lambda: c.DeepseekV4CSACache(deepseek)),
+        three,
+    )
+
+    def reference_sliding(layer_class, **kwargs):
+        def make():
+            layer = layer_class(sliding_window=window, **kwargs)
+            # The prefill length is declared, so that the fresh reference treats its tokens the same way
+            layer.set_prefill_length(2)
+            return layer
+
+        return make
+
+    add(
+        f"UnlimitedOcrDynamicReferenceSlidingWindowLayer (window {window})",
+        "3 tokens (2 prefill + 1 decoded)",
+        layers(reference_sliding(ocr.UnlimitedOcrDynamicReferenceSlidingWindowLayer)),
+        three,
+    )
+    add(
+        f"UnlimitedOcrStaticReferenceSlidingWindowLayer (window {window})",
+        "3 tokens (2 prefill + 1 decoded)",
+        layers(reference_sliding(ocr.UnlimitedOcrStaticReferenceSlidingWindowLayer, max_cache_len=max_len)),
+        three,
+    )
+
+    # Whole caches
+    add("DynamicCache()", "2 layers, 3 tokens", Setup(lambda: _filled_layers(c.DynamicCache(), 2)), three)
+    add(
+        f"DynamicCache(config) with sliding layers (window {window})",
+        "6 tokens, 1 by 1, past not recorded (beyond the window)",
+        Setup(lambda: c.DynamicCache(config=mistral), record_past=False),
+        six,
+        refuse=(2, -1, -3),
+    )
+    add(
+        f"StaticCache(config, max_cache_len={max_len})",
+        "3 tokens",
+        Setup(lambda: c.StaticCache(config=llama, max_cache_len=max_len)),
+        three,
+    )
+    add(
+        "EncoderDecoderCache (self-attention cropped, cross-attention kept)",
+        "3 tokens",
+        Setup(_encoder_decoder_cache),
+        three,
+    )
+    add("MtpCache", "2 layers, 3 tokens", Setup(lambda: _filled_layers(c.MtpCache(), 2)), three)
+    add("DFlashCache", "2 layers, 3 tokens", Setup(lambda: _filled_layers(c.DFlashCache(), 2)), three)
