@@ -1,8 +1,9 @@
 """Builds the fix as a stack of upstream-style branches of transformers (`fix-cache-crop-1-clamp`, ...,
 `fix-cache-crop`), one pull request each, and verifies every step (`make branch`).
 
-    python utils/export_upstream_branch.py                    # the PyPI sdist of transformers 5.14.1, under build/
-    python utils/export_upstream_branch.py --repo ~/transformers   # a transformers checkout at v5.14.x
+    python utils/export_upstream_branch.py                    # every target, each on its PyPI sdist, under build/
+    python utils/export_upstream_branch.py --target v5_25     # the stack for upstream `main` only (5.25.0 sdist)
+    python utils/export_upstream_branch.py --repo ~/transformers   # a checkout: the target that supports its version
 
 See `cache_crop_fix.export` for what it does; `--help` for the options.
 """
