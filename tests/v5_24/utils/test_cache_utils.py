@@ -12,6 +12,7 @@ token.
 
 import unittest
 import warnings
+from unittest import mock
 
 from parameterized import parameterized
 
@@ -25,6 +26,7 @@ if is_torch_available():
 
     from transformers import (
         DeepseekV4Config,
+        DeepseekV4ForCausalLM,
         DynamicCache,
         EncoderDecoderCache,
         GenerationConfig,
@@ -1147,6 +1149,52 @@ class ModelCacheLayersCropTest(CropTestCase):
         self.assertFalse(layer.is_croppable)
         with self.assertRaises(ValueError):
             layer.crop(-1)
+
+    def test_deepseek_v4_assistant_cache_is_emptied_after_each_round(self):
+        # As an assistant, DeepSeek-V4's compressed layers (a window of 4, overflowed by the prompt) cannot remove the
+        # rejected drafts: every round empties their window and compressor states, and assisted decoding stays greedy
+        config = DeepseekV4Config(
+            **AssistedDecodingCropTest.COMMON,
+            moe_intermediate_size=16,
+            num_hidden_layers=2,
+            q_lora_rank=16,
+            o_lora_rank=16,
+            index_n_heads=2,
+            index_head_dim=8,
+            index_topk=4,
+            n_routed_experts=2,
+            num_experts_per_tok=1,
+            layer_types=["heavily_compressed_attention", "compressed_sparse_attention"],
+            compress_rates={"compressed_sparse_attention": 2, "heavily_compressed_attention": 4},
+            sliding_window=4,
+            experts_implementation="eager",  # float64
+        )
+        assistant = DeepseekV4ForCausalLM(config).to(torch.float64).eval()
+        assistant.generation_config.num_assistant_tokens = 3
+        assistant.generation_config.assistant_confidence_threshold = 0.0
+        main_model = AssistedDecodingCropTest._models()[0].to(torch.float64)
+        input_ids = torch.tensor([[5, 9, 2, 7, 1, 3]])
+        kwargs = {"max_new_tokens": 8, "do_sample": False}
+        greedy = main_model.generate(input_ids, **kwargs)
+
+        rounds = []
+        original_update = AssistedCandidateGenerator._update_past_and_masks
+
+        def update_past_and_masks(generator, *args, **kwargs):
+            has_cache = original_update(generator, *args, **kwargs)
+            if has_cache:
+                for layer in generator.assistant_kwargs["cache"].layers:
+                    states = [*layer.buffer_kv.values(), *layer.compressed_kv.values()]
+                    rounds.append(
+                        (layer.get_seq_length(), sum(layer.entry_count.values()), all(s is None for s in states))
+                    )
+            return has_cache
+
+        with mock.patch.object(AssistedCandidateGenerator, "_update_past_and_masks", update_past_and_masks):
+            assisted = main_model.generate(input_ids, assistant_model=assistant, **kwargs)
+        self.assertEqual(assisted.tolist(), greedy.tolist())
+        self.assertGreater(len(rounds), 2)
+        self.assertEqual(set(rounds), {(0, 0, True)})  # no token, no compressed entry, no compressor state
 
     @parameterized.expand(CROP_CASES)
     def test_minimax_m3_vl_index_keys_move_with_the_states(self, tokens_to_remove, expected_length):
