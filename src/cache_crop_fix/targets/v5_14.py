@@ -152,6 +152,7 @@ STEPS = (
             "DeepseekV4CropTest",
             "LayerLevelOversizedCropTest",
             "CropRefusalsAndNoOpsTest",
+            "AssistedCandidateGeneratorSlidingWindowTest",
         ),
         summary=(
             "The MiniMax-M3-VL sparse layers cut their index keys with the key and value states (the dynamic one "

@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 
 import unittest
+from unittest import mock
 
 from parameterized import parameterized
 
@@ -12,7 +13,15 @@ from transformers.testing_utils import require_torch
 if is_torch_available():
     import torch
 
-    from transformers import GenerationConfig, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+    from transformers import (
+        DeepseekV4Config,
+        DeepseekV4ForCausalLM,
+        GenerationConfig,
+        GPT2Config,
+        GPT2LMHeadModel,
+        LlamaConfig,
+        LlamaForCausalLM,
+    )
     from transformers.generation.candidate_generator import AssistedCandidateGenerator
 
 
@@ -142,3 +151,78 @@ class AssistedCandidateGeneratorRollbackTest(unittest.TestCase):
             assistant_model=assistant_model,
         )
         self.assertEqual(sequences.tolist(), expected.tolist())
+
+
+def _deepseek_layer_state(layer):
+    """The length, window length, compressed entries and whether every compressor state is empty, of a layer."""
+    states = [*layer.buffer_kv.values(), *layer.compressed_kv.values(), *getattr(layer, "overlap_kv", {}).values()]
+    return (
+        type(layer).__name__,
+        layer.get_seq_length(),
+        layer.keys.shape[-2],
+        sum(layer.entry_count.values()),
+        all(state is None for state in states),
+    )
+
+
+@require_torch
+class AssistedCandidateGeneratorSlidingWindowTest(unittest.TestCase):
+    """An assistant whose sliding-window layers stay sliding with `dynamic_full` is rolled back fully every round."""
+
+    def test_deepseek_v4_assistant_cache_is_emptied_after_each_round(self):
+        # DeepSeek-V4's compressed-attention layers keep a sliding window of 4 (a prompt of 6 tokens overflows it), which
+        # cannot bring back the states of rejected drafts: stock 5.14 raised a `ValueError` in the first rollback
+        main_model = _tiny_model("llama", seed=0).to(torch.float64)
+        config = DeepseekV4Config(
+            vocab_size=VOCAB_SIZE,
+            hidden_size=32,
+            intermediate_size=32,
+            moe_intermediate_size=16,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            head_dim=16,
+            q_lora_rank=16,
+            o_lora_rank=16,
+            index_n_heads=2,
+            index_head_dim=8,
+            index_topk=4,
+            n_routed_experts=2,
+            num_experts_per_tok=1,
+            layer_types=["heavily_compressed_attention", "compressed_sparse_attention"],
+            compress_rates={"compressed_sparse_attention": 2, "heavily_compressed_attention": 4},
+            sliding_window=4,
+            experts_implementation="eager",  # float64
+            bos_token_id=None,
+            eos_token_id=None,
+            pad_token_id=None,
+        )
+        torch.manual_seed(1)
+        assistant_model = DeepseekV4ForCausalLM(config).to(torch.float64).eval()
+        for name, value in _tiny_model("llama", seed=1).generation_config.to_diff_dict().items():
+            setattr(assistant_model.generation_config, name, value)
+        input_ids = torch.randint(3, VOCAB_SIZE, (1, 6), generator=torch.Generator().manual_seed(0))
+        expected = main_model.generate(input_ids, do_sample=False, max_new_tokens=MAX_NEW_TOKENS)
+
+        rounds = []
+        original = AssistedCandidateGenerator._update_past_and_masks
+
+        def update_past_and_masks(generator, input_ids, *args, **kwargs):
+            has_past = original(generator, input_ids, *args, **kwargs)
+            if has_past:
+                rounds.append(
+                    [_deepseek_layer_state(layer) for layer in generator.assistant_kwargs["past_key_values"].layers]
+                )
+            return has_past
+
+        with mock.patch.object(AssistedCandidateGenerator, "_update_past_and_masks", update_past_and_masks):
+            sequences = main_model.generate(
+                input_ids, do_sample=False, max_new_tokens=MAX_NEW_TOKENS, assistant_model=assistant_model
+            )
+
+        self.assertEqual(sequences.tolist(), expected.tolist())
+        self.assertGreaterEqual(len(rounds), 2)
+        for layers in rounds:
+            # Its layers stay sliding (`DeepseekV4HCACache`, `DeepseekV4CSACache`), and each round empties them: the
+            # window and every compressor state (buffered tokens, compressed entries, overlap)
+            self.assertEqual(layers, [("DeepseekV4HCACache", 0, 0, 0, True), ("DeepseekV4CSACache", 0, 0, 0, True)])

@@ -305,6 +305,23 @@ class CropArgumentsTest(unittest.TestCase):
         self.assertEqual([w.filename for w in caught if issubclass(w.category, FutureWarning)], [__file__])
         self.assertEqual(cache.get_seq_length(), 0)
 
+    @parameterized.expand(
+        [
+            ("nothing", (), {"tokens_to_remove": 0}, 5),
+            ("its_length", (5,), {}, 5),
+            ("some", (), {"tokens_to_remove": -2}, 3),
+            ("more_than_all", (-9,), {}, 0),
+        ]
+    )
+    def test_encoder_decoder_crop_removes_only_self_attention_tokens(self, _, args, kwargs, expected_length):
+        cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
+        _fill(cache, 5)
+        cache.cross_attention_cache.update(_tokens(10, 4), _tokens(10, 4), layer_idx=0)
+        _crop_quietly(cache, *args, **kwargs)
+        self.assertTrue(torch.equal(cache.self_attention_cache.layers[0].keys, _tokens(0, expected_length)))
+        self.assertTrue(torch.equal(cache.cross_attention_cache.layers[0].keys, _tokens(10, 4)))
+        self.assertEqual(cache.get_seq_length(), expected_length)
+
     def test_encoder_decoder_crop_goes_through_the_inner_crop(self):
         # A subclass that overrides `crop` (to refuse, or to move side state) must see the crop
         class RecordingCache(DynamicCache):
@@ -954,6 +971,13 @@ def _hybrid_layer(name):
         return LinearAttentionAndStaticFullAttentionLayer(max_cache_len=MAX_CACHE_LEN)
     if name == "static_sliding":
         return LinearAttentionAndStaticSlidingWindowAttentionLayer(max_cache_len=MAX_CACHE_LEN, sliding_window=WINDOW)
+    # Windows that the tests' 5 tokens do not fill
+    if name == "wide_sliding":
+        return LinearAttentionAndSlidingWindowAttentionLayer(sliding_window=MAX_CACHE_LEN)
+    if name == "wide_static_sliding":
+        return LinearAttentionAndStaticSlidingWindowAttentionLayer(
+            max_cache_len=MAX_CACHE_LEN, sliding_window=MAX_CACHE_LEN
+        )
     raise ValueError(name)
 
 
@@ -993,6 +1017,25 @@ class HybridCropChecks(CropTestMixin):
         _feed(cache, 0, 3)
         _crop_quietly(cache, argument)
         self.assertSameAsFresh(cache, name, expected_length)
+
+    def check_crop_of_several_recorded_tokens(self, name, crops):
+        # A prefill of 2 tokens, then an update of 3, all recorded: 3 tokens can be removed. The first crop goes through
+        # the cache (removing 5 or more is a full rollback), the next ones through the layer itself (`crop(0)`: a full
+        # rollback of a layer already rolled back)
+        cache = _hybrid_cache(name)
+        _feed(cache, 0, 2)
+        _feed(cache, 2, 3)
+        layer = cache.layers[0]
+        counter = getattr(layer, "cumulative_length", None)
+        address = counter.data_ptr() if isinstance(counter, torch.Tensor) else None
+        cache.crop(crops[0])
+        for argument in crops[1:]:
+            _crop_quietly(layer, argument)
+        self.assertSameAsFresh(cache, name, max(5 + crops[0], 0))
+        if address is not None:
+            # A static address (`torch._dynamo.mark_static_address`): moved in place
+            self.assertIs(layer.cumulative_length, counter)
+            self.assertEqual(counter.data_ptr(), address)
 
     def check_partial_crop_with_recurrent_states_changes_neither_part(self, name, argument):
         cache = _hybrid_cache(name)
@@ -1041,6 +1084,16 @@ class HybridLayersCropTest(HybridCropChecks, unittest.TestCase):
     def test_full_rollback_with_recurrent_states_resets_both_parts(self, name, argument):
         self.check_full_rollback_with_recurrent_states_resets_both_parts(name, argument)
 
+    @parameterized.expand(
+        [
+            (name, crops)
+            for name in ("full", "wide_sliding")
+            for crops in ((-1,), (-2,), (-3,), (-5,), (-9,), (-5, 0), (-9, 0))
+        ]
+    )
+    def test_crop_of_several_recorded_tokens(self, name, crops):
+        self.check_crop_of_several_recorded_tokens(name, crops)
+
     def test_beyond_the_window_only_full_rollback(self):
         self.check_beyond_the_window_only_full_rollback("sliding")
 
@@ -1064,6 +1117,16 @@ class StaticHybridLayersCropTest(HybridCropChecks, unittest.TestCase):
     @parameterized.expand([(name, *case) for name in ("static_full", "static_sliding") for case in FULL_ROLLBACKS])
     def test_full_rollback_with_recurrent_states_resets_both_parts(self, name, argument):
         self.check_full_rollback_with_recurrent_states_resets_both_parts(name, argument)
+
+    @parameterized.expand(
+        [
+            (name, crops)
+            for name in ("static_full", "wide_static_sliding")
+            for crops in ((-1,), (-2,), (-3,), (-5,), (-9,), (-5, 0), (-9, 0))
+        ]
+    )
+    def test_crop_of_several_recorded_tokens(self, name, crops):
+        self.check_crop_of_several_recorded_tokens(name, crops)
 
     def test_beyond_the_window_only_full_rollback(self):
         self.check_beyond_the_window_only_full_rollback("static_sliding")
@@ -1421,6 +1484,22 @@ class LinearStateWithEmptyAttentionCropTest(CropTestMixin, unittest.TestCase):
         self.assertExact(conv_states, _conv_inputs(0, 2))
         self.assertEqual(cache.get_seq_length(), 2)
 
+    @parameterized.expand([(-1, 2), (-3, 0), (0, 0)])
+    def test_linear_states_follow_the_longest_attention_layer(self, argument, expected_length):
+        # Attention layers of different lengths (the second one holds the last token only): the linear attention layer
+        # saw the 3 tokens of the longest one, so removing 1 keeps its first 2 tokens; removing 3 is a full rollback
+        cache = Cache(layers=[DynamicLayer(), DynamicLayer(), LinearAttentionLayer()])
+        cache.activate_past_recording()
+        _fill_codes(cache, 3)
+        _update(cache, 2, 1, layer_idx=1)
+        cache.update_conv_state(_conv_inputs(0, 3), 2, conv_kernel_size=KERNEL)
+        _crop_quietly(cache, argument)
+        self.assertEqual([cache.get_seq_length(0), cache.get_seq_length(1)], [expected_length, 0])
+        linear_layer = cache.layers[2]
+        self.assertEqual(linear_layer.has_previous_state[0], expected_length > 0)
+        if expected_length:
+            self.assertExact(linear_layer.conv_states[0], _conv_window(expected_length))
+
     def test_removing_nothing_keeps_the_linear_states(self):
         cache = _linear_cache()
         cache.update_conv_state(_conv_inputs(0, 3), 1, conv_kernel_size=KERNEL)
@@ -1743,6 +1822,28 @@ class LinearAttentionHistoryTest(unittest.TestCase):
             # And can be rolled back again, by the tokens of one or of both updates
             cache.crop(-3)
             self.assertEqual(_linear_states(cache), _expected_linear_states(kept))
+
+    @parameterized.expand([(3, [1, 2, 3, 4]), (4, [1, 2, 3]), (7, []), (100, [])])
+    def test_qwen3_next_like_cache_rolls_back_whole_updates(self, tokens_to_remove, kept):
+        # Qwen3-Next's layout: a linear attention layer first, then attention layers; a prompt, one decoded token, then
+        # a verification of 3 tokens: removing the tokens of the last updates restores the cache of the kept tokens
+        config = Qwen3NextConfig(num_hidden_layers=4, layer_types=["linear_attention"] + ["full_attention"] * 3)
+        cache = DynamicCache(config=config)
+        cache.activate_past_recording(history_length=3)
+        for token_values in ([1, 2, 3], [4], [5, 6, 7]):
+            _linear_forward(cache, token_values)
+        cache.crop(-tokens_to_remove)
+        self.assertEqual(cache.get_seq_length(), len(kept))
+        if kept:
+            self.assertEqual(_linear_states(cache), _expected_linear_states(kept))
+        else:
+            self.assertFalse(cache.layers[0].has_previous_state[0])
+        # The next forward goes on from the kept tokens (a new sequence after a full rollback)
+        _linear_forward(cache, [9, 10])
+        self.assertEqual(_linear_states(cache), _expected_linear_states(kept + [9, 10]))
+        expected_keys = torch.tensor(kept + [9, 10], dtype=torch.float64).reshape(1, 1, -1, 1)
+        for layer in cache.layers[1:]:
+            self.assertEqual(layer.keys.tolist(), expected_keys.tolist())
 
     def test_exact_states_values(self):
         cache = _history_cache(history_length=3)

@@ -12,6 +12,7 @@ token.
 
 import unittest
 import warnings
+from unittest import mock
 
 from parameterized import parameterized
 
@@ -25,6 +26,7 @@ if is_torch_available():
 
     from transformers import (
         DeepseekV4Config,
+        DeepseekV4ForCausalLM,
         DynamicCache,
         EncoderDecoderCache,
         GenerationConfig,
@@ -32,6 +34,8 @@ if is_torch_available():
         Lfm2ForCausalLM,
         LlamaConfig,
         LlamaForCausalLM,
+        MistralConfig,
+        MistralForCausalLM,
         Qwen3NextConfig,
         Qwen3NextForCausalLM,
         StaticCache,
@@ -39,6 +43,7 @@ if is_torch_available():
     from transformers.cache_utils import (
         BaseQuantizedLayer,
         Cache,
+        CacheLayerMixin,
         DummyLayer,
         DynamicIndexedLayer,
         DynamicLayer,
@@ -124,9 +129,68 @@ def _snapshot(layer):
     return state
 
 
+def _hybrid_forward(layer, start, length):
+    """A forward over `length` tokens: the attention part (if any) and the conv states (no recurrent states) see them."""
+    if isinstance(layer, CacheLayerMixin):
+        layer.update(_tokens(start, length), _tokens(start, length))
+    if isinstance(layer, LinearAttentionLayer):
+        layer.update_conv_state(_conv_inputs(start, length), conv_kernel_size=KERNEL)
+
+
+def _kept_layer(make_layer, kept):
+    """A layer that only saw the `kept` tokens, in one forward, as `generate` leaves it (`crop(0)`)."""
+    layer = make_layer()
+    Cache(layers=[layer]).activate_past_recording()
+    if kept:
+        _hybrid_forward(layer, 0, kept)
+        layer.crop(0)
+    return layer
+
+
 class CropTestCase(unittest.TestCase):
     def assertExactlyEqual(self, actual, expected):
         torch.testing.assert_close(actual, expected, rtol=0, atol=0)
+
+    def assertSameLayer(self, layer, expected):
+        """`layer` holds the states of `expected` (the attention states of its tokens and the linear attention ones)."""
+        length = int(expected.get_seq_length()) if isinstance(expected, CacheLayerMixin) else None
+        if length is not None:
+            self.assertEqual(int(layer.get_seq_length()), length)
+            if length:
+                self.assertExactlyEqual(layer.keys[..., :length, :], expected.keys[..., :length, :])
+                self.assertExactlyEqual(layer.values[..., :length, :], expected.values[..., :length, :])
+        if isinstance(layer, LinearAttentionLayer):
+            self.assertEqual(layer.has_previous_state, expected.has_previous_state)
+            if expected.has_previous_state[0]:
+                self.assertExactlyEqual(layer.conv_states[0], expected.conv_states[0])
+
+    def assertCropsLikeTheKeptTokens(self, make_layer, crops):
+        """A prefill of 2 tokens then an update of 3, recorded: the crops (the first one through a `Cache`, the next ones
+        on the layer) leave the layer that saw the kept tokens, and the next forward goes on from there."""
+        layer = make_layer()
+        cache = Cache(layers=[layer])
+        cache.activate_past_recording()
+        _hybrid_forward(layer, 0, 2)
+        cache.crop(0)
+        _hybrid_forward(layer, 2, 3)
+        counters = {
+            name: (counter, counter.data_ptr())
+            for name in ("cumulative_length", "indexer_cumulative_length")
+            if isinstance(counter := getattr(layer, name, None), torch.Tensor)
+        }
+        cache.crop(crops[0])
+        for tokens_to_remove in crops[1:]:
+            layer.crop(tokens_to_remove)
+        kept = max(5 + crops[0], 0)
+        expected = _kept_layer(make_layer, kept)
+        self.assertSameLayer(layer, expected)
+        _hybrid_forward(layer, kept, 2)
+        _hybrid_forward(expected, kept, 2)
+        self.assertSameLayer(layer, expected)
+        # Static counters are static addresses: they move in place
+        for name, (counter, address) in counters.items():
+            self.assertIs(getattr(layer, name), counter)
+            self.assertEqual(counter.data_ptr(), address)
 
     def assertIsCroppableTellsWhetherCropSucceeds(self, cache):
         """`is_croppable` is True exactly when removing the last token succeeds (a refused crop changes nothing)."""
@@ -473,15 +537,31 @@ class CacheCropTest(CropTestCase):
         cache.crop(-1)
         self.assertExactlyEqual(linear_layer.conv_states[0], _conv_inputs(0, KERNEL))
 
-    def test_encoder_decoder_cache_crops_only_self_attention(self):
+    @parameterized.expand([(-3, 2), (-5, 0), (-9, 0)])
+    def test_linear_attention_layers_follow_the_longest_attention_layer(self, tokens_to_remove, expected_length):
+        # Attention layers of different lengths (the second one holds only the last 2 tokens): the linear attention
+        # layer saw the 5 tokens of the longest, so removing 3 keeps its first 2; removing 5 is a full rollback
+        linear_layer = LinearAttentionLayer()
+        cache = Cache(layers=[linear_layer, DynamicLayer(), DynamicLayer()])
+        cache.activate_past_recording()
+        _hybrid_forward(linear_layer, 0, 5)
+        _fill(cache.layers[1], 5)
+        _fill(cache.layers[2], 2, start=3)
+        cache.crop(tokens_to_remove)
+        self.assertSameLayer(linear_layer, _kept_layer(LinearAttentionLayer, expected_length))
+        self.assertEqual([layer.get_seq_length() for layer in cache.layers[1:]], [expected_length, 0])
+
+    @parameterized.expand([(0, 5), (-2, 3), (-9, 0)])
+    def test_encoder_decoder_cache_crops_only_self_attention(self, tokens_to_remove, expected_length):
         self_attention_cache, cross_attention_cache = DynamicCache(), DynamicCache()
         states = _tokens(0, 5)
         self_attention_cache.update(states, states.clone(), layer_idx=0)
         cross_attention_cache.update(states, states.clone(), layer_idx=0)
         cache = EncoderDecoderCache(self_attention_cache, cross_attention_cache)
-        cache.crop(-9)
-        self.assertEqual(cache.get_seq_length(), 0)
-        self.assertEqual(cross_attention_cache.get_seq_length(), 5)
+        cache.crop(tokens_to_remove)
+        self.assertEqual(cache.get_seq_length(), expected_length)
+        self.assertExactlyEqual(self_attention_cache.layers[0].keys, _tokens(0, expected_length))
+        self.assertExactlyEqual(cross_attention_cache.layers[0].keys, states)
         with self.assertRaises(TypeError):
             cache.crop(-1.0)
 
@@ -554,6 +634,23 @@ class LinearAttentionCropTest(CropTestCase):
         self.assertFalse(layer.has_previous_state[0])
         keys, _ = layer.update(_tokens(0, 1), _tokens(0, 1))
         self.assertExactlyEqual(keys, _tokens(0, 1))
+
+    @parameterized.expand(
+        [
+            (name, crops)
+            for name in ("linear", "full", "sliding")
+            for crops in ((-1,), (-2,), (-3,), (-5,), (-9,), (-5, 0), (-5, -1))
+            # A cache of linear attention layers alone has no length: it cannot tell a full rollback
+            if name != "linear" or crops[0] > -5
+        ]
+    )
+    def test_crop_of_several_recorded_tokens(self, name, crops):
+        make_layer = {
+            "linear": LinearAttentionLayer,
+            "full": LinearAttentionAndFullAttentionLayer,
+            "sliding": lambda: LinearAttentionAndSlidingWindowAttentionLayer(sliding_window=8),
+        }[name]
+        self.assertCropsLikeTheKeptTokens(make_layer, crops)
 
     def test_hybrid_layer_refuses_both_parts_before_changing_either(self):
         layer = LinearAttentionAndFullAttentionLayer()
@@ -703,6 +800,24 @@ class StaticLayersCropTest(CropTestCase):
         # The next update lands right after the kept tokens
         _fill(layer, 1, start=expected_length)
         self.assertLayerHolds(layer, expected_length + 1)
+
+    @parameterized.expand(
+        [
+            (name, crops)
+            for name in ("static", "sliding", "hybrid", "hybrid_sliding")
+            for crops in ((-1,), (-3,), (-5,), (-9,), (-5, 0), (-5, -1))
+        ]
+    )
+    def test_crop_of_several_tokens_moves_the_counters_in_place(self, name, crops):
+        make_layer = {
+            "static": lambda: StaticLayer(max_cache_len=MAX_CACHE_LEN),
+            "sliding": lambda: StaticSlidingWindowLayer(max_cache_len=WINDOW * 2, sliding_window=WINDOW * 2),
+            "hybrid": lambda: LinearAttentionAndStaticFullAttentionLayer(max_cache_len=MAX_CACHE_LEN),
+            "hybrid_sliding": lambda: LinearAttentionAndStaticSlidingWindowAttentionLayer(
+                max_cache_len=MAX_CACHE_LEN, sliding_window=MAX_CACHE_LEN
+            ),
+        }[name]
+        self.assertCropsLikeTheKeptTokens(make_layer, crops)
 
     def test_static_hybrid_with_sliding_window_crops_its_attention_part(self):
         layer = LinearAttentionAndStaticSlidingWindowAttentionLayer(max_cache_len=WINDOW, sliding_window=WINDOW)
@@ -1035,6 +1150,52 @@ class ModelCacheLayersCropTest(CropTestCase):
         with self.assertRaises(ValueError):
             layer.crop(-1)
 
+    def test_deepseek_v4_assistant_cache_is_emptied_after_each_round(self):
+        # As an assistant, DeepSeek-V4's compressed layers (a window of 4, overflowed by the prompt) cannot remove the
+        # rejected drafts: every round empties their window and compressor states, and assisted decoding stays greedy
+        config = DeepseekV4Config(
+            **AssistedDecodingCropTest.COMMON,
+            moe_intermediate_size=16,
+            num_hidden_layers=2,
+            q_lora_rank=16,
+            o_lora_rank=16,
+            index_n_heads=2,
+            index_head_dim=8,
+            index_topk=4,
+            n_routed_experts=2,
+            num_experts_per_tok=1,
+            layer_types=["heavily_compressed_attention", "compressed_sparse_attention"],
+            compress_rates={"compressed_sparse_attention": 2, "heavily_compressed_attention": 4},
+            sliding_window=4,
+            experts_implementation="eager",  # float64
+        )
+        assistant = DeepseekV4ForCausalLM(config).to(torch.float64).eval()
+        assistant.generation_config.num_assistant_tokens = 3
+        assistant.generation_config.assistant_confidence_threshold = 0.0
+        main_model = AssistedDecodingCropTest._models()[0].to(torch.float64)
+        input_ids = torch.tensor([[5, 9, 2, 7, 1, 3]])
+        kwargs = {"max_new_tokens": 8, "do_sample": False}
+        greedy = main_model.generate(input_ids, **kwargs)
+
+        rounds = []
+        original_update = AssistedCandidateGenerator._update_past_and_masks
+
+        def update_past_and_masks(generator, *args, **kwargs):
+            has_cache = original_update(generator, *args, **kwargs)
+            if has_cache:
+                for layer in generator.assistant_kwargs["cache"].layers:
+                    states = [*layer.buffer_kv.values(), *layer.compressed_kv.values()]
+                    rounds.append(
+                        (layer.get_seq_length(), sum(layer.entry_count.values()), all(s is None for s in states))
+                    )
+            return has_cache
+
+        with mock.patch.object(AssistedCandidateGenerator, "_update_past_and_masks", update_past_and_masks):
+            assisted = main_model.generate(input_ids, assistant_model=assistant, **kwargs)
+        self.assertEqual(assisted.tolist(), greedy.tolist())
+        self.assertGreater(len(rounds), 2)
+        self.assertEqual(set(rounds), {(0, 0, True)})  # no token, no compressed entry, no compressor state
+
     @parameterized.expand(CROP_CASES)
     def test_minimax_m3_vl_index_keys_move_with_the_states(self, tokens_to_remove, expected_length):
         layer = MiniMaxM3VLSparseCacheLayer()
@@ -1135,20 +1296,22 @@ class ModelCacheLayersCropTest(CropTestCase):
 class AssistedDecodingCropTest(unittest.TestCase):
     """Assisted decoding rolls the assistant cache back to the tokens it keeps, or fully if a layer refuses."""
 
+    COMMON = {
+        "vocab_size": 32,
+        "hidden_size": 16,
+        "intermediate_size": 32,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 1,
+        "head_dim": 8,
+        "pad_token_id": 0,
+        "bos_token_id": None,
+        "eos_token_id": None,
+    }
+
     @staticmethod
     def _models():
         torch.manual_seed(0)
-        common = {
-            "vocab_size": 32,
-            "hidden_size": 16,
-            "intermediate_size": 32,
-            "num_attention_heads": 2,
-            "num_key_value_heads": 1,
-            "head_dim": 8,
-            "pad_token_id": 0,
-            "bos_token_id": None,
-            "eos_token_id": None,
-        }
+        common = AssistedDecodingCropTest.COMMON
         main_model = LlamaForCausalLM(LlamaConfig(num_hidden_layers=2, **common)).eval()
         assistants = {
             "attention": LlamaForCausalLM(LlamaConfig(num_hidden_layers=1, **common)).eval(),
@@ -1230,6 +1393,27 @@ class AssistedDecodingCropTest(unittest.TestCase):
         assistant.generation_config.assistant_confidence_threshold = 0.0
         generation_config = GenerationConfig(max_length=32, min_length=0, do_sample=False)
         return AssistedCandidateGenerator(input_ids, assistant, generation_config, model_kwargs or {})
+
+    def test_sliding_window_assistant_cache_after_each_round(self):
+        # A window of 3, full from the prompt on: each round removes the rejected drafts (none, 2 or 3 of 4) and the
+        # assistant keeps every accepted token but the last two (the correction and the token before it, re-encoded)
+        config = MistralConfig(**self.COMMON, num_hidden_layers=1, sliding_window=3)
+        assistant = MistralForCausalLM(config).to(torch.float64).eval()
+        input_ids = torch.tensor([[5, 6, 7, 8]])
+        generator = self._generator(assistant, input_ids)
+        for num_accepted in (1, 2, 4, 0):
+            candidates, _ = generator.get_candidates(input_ids)
+            input_ids = torch.cat([candidates[:, : input_ids.shape[-1] + num_accepted], torch.tensor([[31]])], dim=-1)
+            generator._update_past_and_masks(input_ids)
+            layer = generator.assistant_kwargs["cache"].layers[0]
+            length = input_ids.shape[-1] - 2
+            self.assertEqual(layer.get_seq_length(), length)
+            # The tokens the window stores are the last ones of the kept tokens, as a fresh forward computes them
+            fresh = assistant(input_ids[:, :length], past_key_values=DynamicCache()).past_key_values.layers[0]
+            stored = layer.keys.shape[-2]
+            self.assertGreaterEqual(stored, 2)
+            torch.testing.assert_close(layer.keys, fresh.keys[..., length - stored :, :])
+            torch.testing.assert_close(layer.values, fresh.values[..., length - stored :, :])
 
     @parameterized.expand([("linear_attention",), ("conv",)])
     def test_assistant_states_are_restricted_when_every_draft_is_accepted(self, assistant_name):
@@ -1377,6 +1561,28 @@ class LinearAttentionHistoryTest(unittest.TestCase):
             # And can be rolled back again, by the tokens of one or of both updates
             cache.crop(-3)
             self.assertEqual(_linear_states(cache), _expected_linear_states(kept))
+
+    @parameterized.expand([(3, [1, 2, 3, 4]), (4, [1, 2, 3]), (7, []), (100, [])])
+    def test_qwen3_next_like_cache_rolls_back_whole_updates(self, tokens_to_remove, kept):
+        # Qwen3-Next's layout: a linear attention layer first, then attention layers; a prompt, one decoded token, then
+        # a verification of 3 tokens: removing the tokens of the last updates restores the cache of the kept tokens
+        config = Qwen3NextConfig(num_hidden_layers=4, layer_types=["linear_attention"] + ["full_attention"] * 3)
+        cache = DynamicCache(config=config)
+        cache.activate_past_recording(history_length=3)
+        for token_values in ([1, 2, 3], [4], [5, 6, 7]):
+            _linear_forward(cache, token_values)
+        cache.crop(-tokens_to_remove)
+        self.assertEqual(cache.get_seq_length(), len(kept))
+        if kept:
+            self.assertEqual(_linear_states(cache), _expected_linear_states(kept))
+        else:
+            self.assertFalse(cache.layers[0].has_previous_state[0])
+        # The next forward goes on from the kept tokens (a new sequence after a full rollback)
+        _linear_forward(cache, [9, 10])
+        self.assertEqual(_linear_states(cache), _expected_linear_states(kept + [9, 10]))
+        expected_keys = torch.tensor(kept + [9, 10], dtype=torch.float64).reshape(1, 1, -1, 1)
+        for layer in cache.layers[1:]:
+            self.assertEqual(layer.keys.tolist(), expected_keys.tolist())
 
     def test_exact_states_values(self):
         cache = _history_cache(history_length=3)

@@ -25,13 +25,24 @@ from transformers.testing_utils import require_optimum_quanto, require_torch
 if is_torch_available():
     import torch
 
-    from transformers import LlamaConfig, LlamaForCausalLM, Qwen3NextConfig, Qwen3NextForCausalLM
+    from transformers import (
+        LlamaConfig,
+        LlamaForCausalLM,
+        MistralConfig,
+        MistralForCausalLM,
+        Qwen3NextConfig,
+        Qwen3NextForCausalLM,
+    )
     from transformers.cache_utils import (
         Cache,
+        CacheLayerMixin,
+        DynamicCache,
         DynamicIndexedLayer,
         DynamicLayer,
         DynamicSlidingWindowLayer,
+        EncoderDecoderCache,
         LinearAttentionAndFullAttentionLayer,
+        LinearAttentionAndSlidingWindowAttentionLayer,
         LinearAttentionAndStaticFullAttentionLayer,
         LinearAttentionAndStaticSlidingWindowAttentionLayer,
         LinearAttentionLayer,
@@ -40,6 +51,7 @@ if is_torch_available():
         StaticLayer,
         StaticSlidingWindowLayer,
     )
+    from transformers.generation.candidate_generator import AssistedCandidateGenerator
 
 
 def _tokens(start, length):
@@ -75,6 +87,33 @@ class CropClampTest(unittest.TestCase):
         self.assertEqual(int(layer.get_seq_length()), 2)
         self.assertEqual(keys[0, 0, :2, 0].tolist(), [11.0, 12.0])
 
+    @parameterized.expand([(name, removal) for name in ("static", "static_indexed") for removal in (-1, -4)])
+    def test_static_counters_move_in_place(self, name, removal):
+        # `cumulative_length` and the indexer's counter are static addresses (`torch._dynamo.mark_static_address`)
+        layer = CLAMP_LAYERS[name]()
+        layer.update(_tokens(0, 3), _tokens(0, 3))
+        counters = [layer.cumulative_length]
+        if name == "static_indexed":
+            layer.update_indexer(torch.ones(1, 3, 4))
+            counters.append(layer.indexer_cumulative_length)
+        addresses = [counter.data_ptr() for counter in counters]
+        layer.crop(removal)
+        for counter, address, attribute in zip(
+            counters, addresses, ("cumulative_length", "indexer_cumulative_length")
+        ):
+            self.assertIs(getattr(layer, attribute), counter)
+            self.assertEqual((counter.data_ptr(), int(counter)), (address, max(3 + removal, 0)))
+
+    @parameterized.expand([(0,), (-2,), (-100,)])
+    def test_encoder_decoder_cache_crops_only_the_self_attention_tokens(self, removal):
+        cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
+        cache.self_attention_cache.update(_tokens(0, 3), _tokens(0, 3), layer_idx=0)
+        cache.cross_attention_cache.update(_tokens(10, 5), _tokens(10, 5), layer_idx=0)
+        cache.crop(removal)
+        self.assertTrue(torch.equal(cache.self_attention_cache.layers[0].keys, _tokens(0, max(3 + removal, 0))))
+        self.assertTrue(torch.equal(cache.cross_attention_cache.layers[0].keys, _tokens(10, 5)))
+        self.assertEqual(cache.get_seq_length(), max(3 + removal, 0))
+
 
 def _recording_layer(recurrent_states_to_keep, **kwargs):
     layer = LinearAttentionLayer(**kwargs)
@@ -91,8 +130,113 @@ def _forward(layer, start, length, recurrent_states_to_keep, state_idx=0, offset
     layer.update_recurrent_state(states if kept > 1 else states[-1], state_idx=state_idx)
 
 
+HYBRID_LAYERS = {
+    "linear": lambda: LinearAttentionLayer(),
+    "full": lambda: LinearAttentionAndFullAttentionLayer(),
+    "sliding": lambda: LinearAttentionAndSlidingWindowAttentionLayer(sliding_window=8),
+    "static": lambda: LinearAttentionAndStaticFullAttentionLayer(max_cache_len=8),
+    "static_sliding": lambda: LinearAttentionAndStaticSlidingWindowAttentionLayer(max_cache_len=8, sliding_window=8),
+}
+
+
+def _hybrid_forward(layer, start, length, recurrent_states_to_keep):
+    """A forward of a hybrid model's layer: its attention part (if any) sees the tokens too."""
+    if isinstance(layer, CacheLayerMixin):
+        layer.update(_tokens(start, length), _tokens(start, length))
+    if isinstance(layer, LinearAttentionLayer):
+        _forward(layer, start, length, recurrent_states_to_keep)
+
+
+def _kept_cache(layers, kept, recurrent_states_to_keep):
+    """Layers that only saw the `kept` tokens, in one prefill, as `generate` leaves them (`crop(0)`)."""
+    cache = Cache(layers=layers)
+    cache.activate_past_recording(recurrent_states_to_keep=recurrent_states_to_keep)
+    if kept:
+        for layer in layers:
+            _hybrid_forward(layer, 0, kept, recurrent_states_to_keep)
+        cache.crop(0)
+    return cache
+
+
 @require_torch
 class LinearAttentionHistoryTest(unittest.TestCase):
+    def assertSameLayer(self, layer, expected):
+        length = int(expected.get_seq_length())
+        self.assertEqual(int(layer.get_seq_length()), length)
+        if isinstance(layer, CacheLayerMixin) and length:
+            self.assertTrue(torch.equal(layer.keys[..., :length, :], expected.keys[..., :length, :]))
+            self.assertTrue(torch.equal(layer.values[..., :length, :], expected.values[..., :length, :]))
+        if isinstance(layer, LinearAttentionLayer):
+            self.assertEqual(int(layer.cumulative_length_linear), int(expected.cumulative_length_linear))
+            self.assertEqual(layer.has_previous_state, expected.has_previous_state)
+            if expected.has_previous_state[0]:
+                self.assertTrue(torch.equal(layer.conv_states[0], expected.conv_states[0]))
+                self.assertTrue(torch.equal(layer.recurrent_states[0], expected.recurrent_states[0]))
+
+    @parameterized.expand(
+        [(name, crops) for name in HYBRID_LAYERS for crops in ((-1,), (-2,), (-3,), (-7,), (-100,), (-7, 0), (-7, -1))]
+    )
+    def test_hybrid_crop_of_several_tokens_is_the_layer_of_the_kept_tokens(self, name, crops):
+        # A prefill of 4 tokens, then a verification of 3 (2 drafts) recording 3 states; the first crop through the cache
+        # (a full rollback removes at least the 7 tokens), the next ones on the layer itself
+        layer = HYBRID_LAYERS[name]()
+        cache = Cache(layers=[layer])
+        cache.activate_past_recording(recurrent_states_to_keep=3)
+        _hybrid_forward(layer, 0, 4, 3)
+        _hybrid_forward(layer, 4, 3, 3)
+        # The static counters are static addresses: a crop moves them in place
+        counters = {
+            attribute: (counter, counter.data_ptr())
+            for attribute in ("cumulative_length", "cumulative_length_linear")
+            if isinstance(counter := getattr(layer, attribute, None), torch.Tensor)
+        }
+        cache.crop(crops[0])
+        for removal in crops[1:]:
+            layer.crop(removal)
+        kept = max(7 + crops[0], 0)
+        expected = _kept_cache([HYBRID_LAYERS[name]()], kept, 3).layers[0]
+        self.assertSameLayer(layer, expected)
+        # The next forward continues the kept tokens (a new sequence after a full rollback)
+        _hybrid_forward(layer, kept, 2, 3)
+        _hybrid_forward(expected, kept, 2, 3)
+        self.assertSameLayer(layer, expected)
+        for attribute, (counter, address) in counters.items():
+            self.assertIs(getattr(layer, attribute), counter)
+            self.assertEqual(counter.data_ptr(), address)
+
+    @parameterized.expand(
+        [
+            ("verification", (4, 3), 3, (1, 2, 3, 7, 100)),
+            ("several_forwards", (4, 1, 2), 3, (1, 3, 7)),
+            ("decoding", (3, 1, 1, 1), 4, (2, 4, 6)),
+            ("kv_sharing", (4, 3), 3, (2, 7)),
+        ]
+    )
+    def test_qwen3_next_like_cache_is_the_cache_of_the_kept_tokens(
+        self, layout, forwards, recurrent_states_to_keep, removals
+    ):
+        # Qwen3-Next's layout: a linear attention layer first, then attention layers (the third one is never updated
+        # with KV sharing: the linear layer follows its own tokens, not the shortest layer)
+        config = Qwen3NextConfig(
+            num_hidden_layers=4, layer_types=["linear_attention"] + ["full_attention"] * 3, head_dim=16
+        )
+        for removed in removals:
+            cache = DynamicCache(config=config)
+            updated = [0, 1, 3] if layout == "kv_sharing" else [0, 1, 2, 3]
+            cache.activate_past_recording(recurrent_states_to_keep=recurrent_states_to_keep)
+            start = 0
+            for length in forwards:
+                for layer_idx in updated:
+                    _hybrid_forward(cache.layers[layer_idx], start, length, recurrent_states_to_keep)
+                start += length
+            cache.crop(-removed)
+            kept = max(start - removed, 0)
+            expected = _kept_cache(DynamicCache(config=config).layers, kept, recurrent_states_to_keep)
+            for layer_idx in updated:
+                with self.subTest(removed=removed, layer_idx=layer_idx):
+                    self.assertSameLayer(cache.layers[layer_idx], expected.layers[layer_idx])
+            self.assertEqual(cache.get_seq_length(), kept)
+
     @parameterized.expand([(removed,) for removed in (1, 2, 3)])
     def test_crop_restores_the_state_after_the_kept_tokens(self, removed):
         # Assisted decoding: 2 drafts, a verification forward of 3 tokens after a prefill of 4
@@ -191,7 +335,7 @@ class LinearAttentionHistoryTest(unittest.TestCase):
 class AssistedDecodingStatesTest(unittest.TestCase):
     def setUp(self):
         torch.manual_seed(0)
-        common = {"vocab_size": 32, "hidden_size": 32, "intermediate_size": 37, "num_attention_heads": 2}
+        self.common = common = {"vocab_size": 32, "hidden_size": 32, "intermediate_size": 37, "num_attention_heads": 2}
         self.model = Qwen3NextForCausalLM(
             Qwen3NextConfig(
                 **common,
@@ -239,6 +383,40 @@ class AssistedDecodingStatesTest(unittest.TestCase):
             fresh = self.model(greedy[:, :length], use_cache=True).cache.layers[0]
             torch.testing.assert_close(recurrent_states, fresh.recurrent_states[0])
             torch.testing.assert_close(conv_states[..., -fresh.conv_states[0].shape[-1] :], fresh.conv_states[0])
+
+    def test_sliding_window_assistant_cache_holds_the_kept_tokens(self):
+        # The assistant's sliding window (4) is full from the prompt on: each round removes its rejected drafts
+        config = MistralConfig(**self.common, num_hidden_layers=1, num_key_value_heads=1, sliding_window=4)
+        assistant = MistralForCausalLM(config).to(torch.float64)
+        assistant.generation_config.num_assistant_tokens = 3
+        assistant.generation_config.assistant_confidence_threshold = 0.0
+        input_ids = torch.tensor([[5, 9, 2, 7, 1]])
+        kwargs = {"max_new_tokens": 12, "do_sample": False, "pad_token_id": 0}
+        greedy = self.model.generate(input_ids, **kwargs)
+
+        rounds = []
+
+        def update_past_and_masks(generator, input_ids, *args, **kwargs):
+            has_cache = original_update(generator, input_ids, *args, **kwargs)
+            if has_cache:
+                layer = generator.assistant_kwargs["cache"].layers[0]
+                rounds.append((input_ids.clone(), layer.get_seq_length(), layer.keys.clone(), layer.values.clone()))
+            return has_cache
+
+        original_update = AssistedCandidateGenerator._update_past_and_masks
+        with mock.patch.object(
+            AssistedCandidateGenerator, "_update_past_and_masks", autospec=True, side_effect=update_past_and_masks
+        ):
+            assisted = self.model.generate(input_ids, assistant_model=assistant, **kwargs)
+        self.assertEqual(assisted.tolist(), greedy.tolist())
+        self.assertGreater(len(rounds), 2)
+        for input_ids, length, keys, values in rounds:
+            # The assistant's cache holds every token but the last one (its next input)
+            self.assertEqual(length, input_ids.shape[-1] - 1)
+            fresh = assistant(input_ids[:, :-1], use_cache=True).past_key_values.layers[0]
+            self.assertEqual(keys.shape, fresh.keys.shape)
+            torch.testing.assert_close(keys, fresh.keys)
+            torch.testing.assert_close(values, fresh.values)
 
 
 def _full_recording_window():
