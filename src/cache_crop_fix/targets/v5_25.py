@@ -163,6 +163,8 @@ STEPS = (
             "These crops raise a `ValueError` instead of keeping wrong tokens; `crop(0)` of a full, non-recording "
             "`DynamicSlidingWindowLayer` no longer raises (it has nothing to restore).",
             "`crop(-k)` of a quantized layer raises (`is_croppable` was already `False`).",
+            "`crop` of a `DynamicSlidingWindowLayer` that holds nothing (never updated, or reset) does nothing (it "
+            "raised an `AttributeError`).",
         ),
     ),
     Step(
@@ -238,6 +240,9 @@ FINGERPRINTS: dict[str, frozenset[str]] = {
     "transformers.cache_utils.StaticSlidingWindowLayer.crop": frozenset({"08845cd2cd669ff7"}),
     "transformers.generation.candidate_generator.AssistedCandidateGenerator._update_past_and_masks": frozenset(
         {"f79f4f17fa1a9f47"}
+    ),
+    "transformers.generation.candidate_generator.AssistedCandidateGenerator.get_candidates": frozenset(
+        {"3dff4adceeb98f44"}
     ),
     "transformers.generation.utils.GenerationMixin._assisted_decoding": frozenset({"ceaaa272a1ca9c68"}),
     "transformers.models.minimax_m3_vl.modeling_minimax_m3_vl.MiniMaxM3VLSparseCacheLayer.crop": frozenset(

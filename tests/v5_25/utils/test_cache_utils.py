@@ -446,6 +446,13 @@ class RefusedCropTest(unittest.TestCase):
         cache.crop(-6)
         self.assertEqual([int(layer.get_seq_length()) for layer in cache.layers], [0, 0])
 
+    @parameterized.expand([(0,), (-1,)])
+    def test_sliding_window_layer_never_updated_crops_nothing(self, removal):
+        # e.g. a layer that shares another layer's states (KV sharing), or a reset one; `generate` crops it too
+        layer = DynamicSlidingWindowLayer(sliding_window=4)
+        layer.crop(removal)
+        self.assertEqual((layer.get_seq_length(), layer.keys), (0, None))
+
     def test_static_sliding_window_that_wrapped_around_refuses(self):
         layer = StaticSlidingWindowLayer(max_cache_len=8, sliding_window=4)
         for position in range(6):

@@ -13,6 +13,7 @@
 # limitations under the License.
 
 import unittest
+from unittest import mock
 
 from parameterized import parameterized
 
@@ -23,7 +24,8 @@ from transformers.testing_utils import require_torch
 if is_torch_available():
     import torch
 
-    from transformers import DeepseekV4Config
+    from transformers import DeepseekV4Config, DeepseekV4ForCausalLM, LlamaConfig, LlamaForCausalLM
+    from transformers.generation.candidate_generator import AssistedCandidateGenerator
     from transformers.models.deepseek_v4.modeling_deepseek_v4 import DeepseekV4CSACache, DeepseekV4HCACache
 
 
@@ -53,3 +55,50 @@ class DeepseekV4CacheCropTest(unittest.TestCase):
         self.assertEqual((layer.get_seq_length(), layer.buffer_kv["compressor"].shape[1]), (3, buffered))
         layer.crop(-5)
         self.assertEqual((layer.get_seq_length(), layer.buffer_kv["compressor"]), (0, None))
+
+    def test_assistant_cache_is_emptied_after_each_round(self):
+        # As an assistant, DeepSeek-V4's compressed layers cannot remove the rejected drafts: every round empties their
+        # window and compressor states (the assistant encodes the sequence again), and assisted decoding stays greedy
+        common = {"vocab_size": 32, "hidden_size": 16, "intermediate_size": 32, "num_attention_heads": 2}
+        common |= {"num_key_value_heads": 1, "head_dim": 8, "pad_token_id": 0, "bos_token_id": None}
+        torch.manual_seed(0)
+        main_model = LlamaForCausalLM(LlamaConfig(num_hidden_layers=2, eos_token_id=None, **common)).double().eval()
+        config = DeepseekV4Config(
+            **common,
+            eos_token_id=None,
+            moe_intermediate_size=16,
+            num_hidden_layers=2,
+            q_lora_rank=16,
+            o_lora_rank=16,
+            index_n_heads=2,
+            index_head_dim=8,
+            index_topk=4,
+            n_routed_experts=2,
+            num_experts_per_tok=1,
+            layer_types=["heavily_compressed_attention", "compressed_sparse_attention"],
+            compress_rates={"compressed_sparse_attention": 2, "heavily_compressed_attention": 4},
+            sliding_window=4,
+            experts_implementation="eager",  # float64
+        )
+        assistant = DeepseekV4ForCausalLM(config).double().eval()
+        assistant.generation_config.num_assistant_tokens = 3
+        assistant.generation_config.assistant_confidence_threshold = 0.0
+        input_ids = torch.tensor([[5, 9, 2, 7, 1, 3]])
+        greedy = main_model.generate(input_ids, max_new_tokens=8, do_sample=False)
+
+        rounds = []
+        update_past_and_masks = AssistedCandidateGenerator._update_past_and_masks
+
+        def spy(generator, *args, **kwargs):
+            has_cache = update_past_and_masks(generator, *args, **kwargs)
+            if has_cache:
+                for layer in generator.assistant_kwargs["cache"].layers:
+                    states = [*layer.buffer_kv.values(), *layer.compressed_kv.values()]
+                    rounds.append((int(layer.get_seq_length()), all(state is None for state in states)))
+            return has_cache
+
+        with mock.patch.object(AssistedCandidateGenerator, "_update_past_and_masks", spy):
+            assisted = main_model.generate(input_ids, assistant_model=assistant, max_new_tokens=8, do_sample=False)
+        self.assertEqual(assisted.tolist(), greedy.tolist())
+        self.assertGreater(len(rounds), 2)
+        self.assertEqual(set(rounds), {(0, True)})  # no token, no compressor state

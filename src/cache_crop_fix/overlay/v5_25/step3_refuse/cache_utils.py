@@ -48,6 +48,9 @@ class DynamicSlidingWindowLayer:
         necessarily always be a no-op, as it may still remove useless states (i.e. states that are not needed for the next `forward`).
         Removing more tokens than the layer holds empties it, and a crop that needs tokens the window dropped raises.
         """
+        # Nothing to do if the layer is not initialized (can happen with KV sharing, or after a `reset`)
+        if not self.is_initialized:
+            return
         # Clamp the removal to the tokens seen, so that `cumulative_length` never goes negative
         if tokens_to_remove < 0:
             tokens_to_remove = max(tokens_to_remove, -self.cumulative_length)
