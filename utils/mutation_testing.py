@@ -29,7 +29,9 @@ import concurrent.futures
 import json
 import os
 import re
+import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -65,14 +67,20 @@ TEST_SELECTION = {
     ),
     # the upstream main target: its upstream-style tests, then the project's history tests (they hold for both targets)
     "v5_24": ("tests/v5_24", "tests/test_stateful_history.py", "tests/test_generation_history.py"),
+    # upstream main (5.25): its upstream-style tests, the host-sync counts, then the end-to-end hybrid generation
+    "v5_25": ("tests/v5_25", "tests/test_syncs.py", "tests/test_generation_main_hybrid.py"),
 }
 # The first phase of a two-phase session (`--fast`): the unit tests of the target, which kill most mutants in seconds.
 # The end-to-end generation and stateful tests then run only for the survivors of the first phase (`--recheck`, which
 # runs every test that executes the mutated function).
-FAST_TESTS = {"v5_14": ("tests/v5_14/", "tests/test_call_sites.py"), "v5_24": ("tests/v5_24/",)}
+FAST_TESTS = {
+    "v5_14": ("tests/v5_14/", "tests/test_call_sites.py"),
+    "v5_24": ("tests/v5_24/",),
+    "v5_25": ("tests/v5_25/", "tests/test_syncs.py"),
+}
 # Deselected for speed: the quanto/hqq backend tests build native kernels (minutes on a cold cache); the in-repo
 # quantizer tests of the same `crop` run instead.
-DESELECT = {"v5_14": "not QuantizedBackendsCropTest", "v5_24": ""}
+DESELECT = {"v5_14": "not QuantizedBackendsCropTest", "v5_24": "", "v5_25": ""}
 TIMEOUT = 300.0
 
 # Left out for cost (2 shared cores): a full cosmic-ray operator set gives ~590 mutants of the 5.14 overlay (after the
@@ -687,7 +695,27 @@ EQUIVALENT_V5_24: dict[tuple[str, str, str], str] = {
     ): "`has_previous_state[0]` is already true whenever a non-empty entry is restored (only a full rollback, which clears the history, or restoring the first entry sets it false); other keys are never read (`number_of_states == 1`).",
 }
 
-EQUIVALENT = {"v5_14": EQUIVALENT_V5_14, "v5_24": EQUIVALENT_V5_24}
+# 5.25 (`overlay/v5_25`)
+EQUIVALENT_V5_25: dict[tuple[str, str, str], str] = {}
+EQUIVALENT = {"v5_14": EQUIVALENT_V5_14, "v5_24": EQUIVALENT_V5_24, "v5_25": EQUIVALENT_V5_25}
+
+# The semantic family (`--family semantic`, `utils/semantic_mutants.py`): survivors argued equivalent, keyed by (file
+# relative to the target's overlay, the mutant's one-line description, kind as `semantic/<kind>`).
+SEMANTIC_EQUIVALENT_V5_25: dict[tuple[str, str, str], str] = {}
+SEMANTIC_EQUIVALENT_V5_24: dict[tuple[str, str, str], str] = {}
+SEMANTIC_EQUIVALENT_V5_14: dict[tuple[str, str, str], str] = {}
+SEMANTIC_EQUIVALENT = {
+    "v5_14": SEMANTIC_EQUIVALENT_V5_14,
+    "v5_24": SEMANTIC_EQUIVALENT_V5_24,
+    "v5_25": SEMANTIC_EQUIVALENT_V5_25,
+}
+FAMILIES = ("operator", "semantic")
+
+
+def _work(target: str, family: str) -> Path:
+    """The session folder of a target and mutant family: `build/mutation/<target>/` (operator family, cosmic-ray's
+    own mutants) or `build/mutation/<target>-semantic/`."""
+    return BUILD / target if family == "operator" else BUILD / f"{target}-{family}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -712,6 +740,13 @@ def main(argv: list[str] | None = None) -> int:
         "--reuse-map",
         action="store_true",
         help="with --recheck: keep the session's coverage map (which tests run what) instead of measuring it again",
+    )
+    parser.add_argument(
+        "--family",
+        choices=FAMILIES,
+        default="operator",
+        help="operator: cosmic-ray's operator mutants; semantic: statement-level mutants from the overlay's AST "
+        "(utils/semantic_mutants.py)",
     )
     parser.add_argument("--phase", default="all", help=argparse.SUPPRESS)  # of `--run-tests`: "fast" or "all"
     parser.add_argument("--run-tests", metavar="TARGET", help=argparse.SUPPRESS)  # cosmic-ray's test command
@@ -742,18 +777,24 @@ def main(argv: list[str] | None = None) -> int:
             )
             continue
         if args.recheck:
-            status |= recheck_survivors(name, args.only, args.reuse_map)
+            status |= recheck_survivors(name, args.only, args.reuse_map, args.family)
         elif args.report:
-            status |= report_only(name)
+            status |= report_only(name, args.family)
         else:
-            status |= run_target(name, args.limit, args.only, args.dry_run, args.jobs, args.fast)
+            status |= run_target(name, args.limit, args.only, args.dry_run, args.jobs, args.fast, args.family)
     return status
 
 
 def run_target(
-    target: str, limit: int | None, only: str | None, dry_run: bool = False, jobs: int = 1, fast: bool = False
+    target: str,
+    limit: int | None,
+    only: str | None,
+    dry_run: bool = False,
+    jobs: int = 1,
+    fast: bool = False,
+    family: str = "operator",
 ) -> int:
-    work = BUILD / target
+    work = _work(target, family)
     shutil.rmtree(work, ignore_errors=True)
     overlay = Path("src/cache_crop_fix/overlay") / target
     test_command = f"{sys.executable} -B {ROOT / 'utils' / 'mutation_testing.py'} --run-tests {target}"
@@ -783,11 +824,14 @@ def run_target(
 
     skipped = {}
     for index, shard in enumerate(shards):
-        subprocess.run(
-            [*cosmic_ray, "init", "cosmic-ray.toml", "session.sqlite"], cwd=shard, env=_env(shard), check=True
-        )
+        if family == "semantic":
+            _init_semantic(shard, overlay)
+        else:
+            subprocess.run(
+                [*cosmic_ray, "init", "cosmic-ray.toml", "session.sqlite"], cwd=shard, env=_env(shard), check=True
+            )
         skipped = skip_mutants(shard / "session.sqlite", shard, overlay, limit, only, (index, jobs))
-    print(f"[{target}] mutants: {skipped}, in {jobs} job(s)", flush=True)
+    print(f"[{target}] {family} mutants: {skipped}, in {jobs} job(s)", flush=True)
     if dry_run:
         return 0
     started = time.monotonic()
@@ -796,14 +840,108 @@ def run_target(
     baseline_seconds = time.monotonic() - started
     started = time.monotonic()
     with _test_servers(target, shards):
-        processes = [
-            subprocess.Popen([*cosmic_ray, "exec", "cosmic-ray.toml", "session.sqlite"], cwd=shard, env=_env(shard))
-            for shard in shards
-        ]
+        if family == "semantic":
+            # cosmic-ray's `exec` knows only its own operators: one thread per scratch copy writes our mutants
+            with concurrent.futures.ThreadPoolExecutor(len(shards)) as pool:
+                list(pool.map(lambda shard: _exec_semantic(target, shard, test_command), shards))
+            processes = []
+        processes = (
+            processes
+            if family == "semantic"
+            else [
+                subprocess.Popen(
+                    [*cosmic_ray, "exec", "cosmic-ray.toml", "session.sqlite"], cwd=shard, env=_env(shard)
+                )
+                for shard in shards
+            ]
+        )
         if any(process.wait() for process in processes):
             raise SystemExit(f"[{target}] cosmic-ray exec failed")
     exec_seconds = time.monotonic() - started
     return report(target, shards, overlay, skipped, baseline_seconds, exec_seconds, test_command, jobs)
+
+
+def _init_semantic(shard: Path, overlay: Path) -> None:
+    """A cosmic-ray session (`session.sqlite`) holding the semantic mutants of the overlay, one work item each (its
+    kind as the operator name `semantic/<kind>`, its description in `operator_args`), so that the skips, the report
+    and `--recheck` read it as they read cosmic-ray's own."""
+    import semantic_mutants
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import MutationSpec, WorkItem
+
+    with use_db(str(shard / "session.sqlite"), WorkDB.Mode.create) as db:
+        for path in sorted((shard / overlay).rglob("*.py")):
+            if path.name == "__init__.py" or path.stat().st_size == 0:
+                continue
+            relative = path.relative_to(shard)
+            for occurrence, mutant in enumerate(semantic_mutants.mutants(path.read_text())):
+                spec = MutationSpec(
+                    module_path=relative,
+                    operator_name=f"semantic/{mutant.kind}",
+                    occurrence=occurrence,
+                    start_pos=mutant.start,
+                    end_pos=mutant.end,
+                    operator_args={"description": mutant.description},
+                )
+                db.add_work_item(WorkItem.single(f"{relative}:{occurrence}", spec))
+
+
+_SEMANTIC_CACHE: dict[tuple[str, str], list] = {}
+
+
+def _test_semantic(shard: Path, mutation, test_command: str):
+    """Writes one semantic mutant into its file in `shard`, runs the test command there (as cosmic-ray's worker does),
+    and puts the file back."""
+    import semantic_mutants
+    from cosmic_ray.mutating import _make_diff
+    from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
+
+    path = shard / mutation.module_path
+    original = path.read_text()
+    key = (str(mutation.module_path), original)
+    if key not in _SEMANTIC_CACHE:
+        _SEMANTIC_CACHE[key] = semantic_mutants.mutants(original)
+    mutant = _SEMANTIC_CACHE[key][mutation.occurrence]
+    if mutant.description != mutation.operator_args["description"]:
+        raise SystemExit(f"{mutation.module_path}: the overlay changed since the session was made (mutant {mutant})")
+    mutated = mutant.apply(original)
+    try:
+        path.write_text(mutated)
+        # what cosmic-ray's `run_tests` does, in the scratch copy (its threads share one working directory)
+        process = subprocess.Popen(
+            shlex.split(test_command),
+            cwd=shard,
+            env=_env(shard),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            output = process.communicate(timeout=TIMEOUT)[0].decode(errors="replace")
+            outcome = TestOutcome.SURVIVED if process.returncode == 0 else TestOutcome.KILLED
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            output, outcome = "timeout", TestOutcome.KILLED
+    finally:
+        path.write_text(original)
+    diff = "\n".join(_make_diff(original, mutated, mutation.module_path))
+    return WorkResult(worker_outcome=WorkerOutcome.NORMAL, output=output, test_outcome=outcome, diff=diff)
+
+
+def _exec_semantic(target: str, shard: Path, test_command: str) -> None:
+    from cosmic_ray.work_db import WorkDB, use_db
+
+    with use_db(str(shard / "session.sqlite"), WorkDB.Mode.open) as db:
+        for item in sorted(db.pending_work_items, key=lambda item: item.job_id):
+            (mutation,) = item.mutations
+            result = _test_semantic(shard, mutation, test_command)
+            print(
+                f"[{target}] {mutation.module_path}:{mutation.start_pos[0]} {mutation.operator_name}: "
+                f"{result.test_outcome}",
+                flush=True,
+            )
+            db.set_result(item.job_id, result)
 
 
 def _copy_tree(shard: Path) -> None:
@@ -953,7 +1091,6 @@ def serve(target: str) -> int:
     """Imports torch and transformers once, then forks a fresh pytest run for each request: the child imports the
     (mutated) overlay from this scratch copy and applies it, as a new process would; only the start-up is shared."""
     import importlib
-    import signal
     import socket
     import warnings
 
@@ -1019,10 +1156,10 @@ def _changed_line(pristine: Path, mutated: Path) -> int | None:
     return None if len(old) == len(new) else min(len(old), len(new)) + 1
 
 
-def _tests_for(target: str, relative: str, line: int, source: str) -> tuple[list[str], str]:
+def _tests_for(work: Path, relative: str, line: int, source: str) -> tuple[list[str], str]:
     """The tests that can see a mutant at `line`: those that execute the innermost function containing it, or the
     whole selection for a line outside any function body (run at import: module level, decorators, signatures)."""
-    data = json.loads((BUILD / target / "coverage.json").read_text())
+    data = json.loads((work / "coverage.json").read_text())
     order = data["order"]
     innermost = None
     for node in ast.walk(ast.parse(source)):
@@ -1048,7 +1185,8 @@ def run_tests(target: str, phase: str = "all") -> int:
     import tempfile
 
     shard = Path.cwd()
-    pristine = BUILD / target / "pristine"
+    work = shard.parent  # the session folder (one per target and mutant family)
+    pristine = work / "pristine"
     overlay = shard / "src" / "cache_crop_fix" / "overlay" / target
     mutated = [
         (path, pristine / path.relative_to(overlay))
@@ -1057,13 +1195,13 @@ def run_tests(target: str, phase: str = "all") -> int:
     ]
     if len(mutated) != 1:
         print(f"expected one mutated file, found {[str(path) for path, _ in mutated]}: the whole selection")
-        tests, why = json.loads((BUILD / target / "coverage.json").read_text())["order"], "no single mutant"
+        tests, why = json.loads((work / "coverage.json").read_text())["order"], "no single mutant"
     else:
         ((path, original),) = mutated
         line = _changed_line(original, path)
-        tests, why = _tests_for(target, str(path.relative_to(overlay)), line, original.read_text())
+        tests, why = _tests_for(work, str(path.relative_to(overlay)), line, original.read_text())
         print(f"mutant at {path.relative_to(overlay)}:{line}: {why}")
-    unmeasured = json.loads((BUILD / target / "coverage.json").read_text()).get("unmeasured", [])
+    unmeasured = json.loads((work / "coverage.json").read_text()).get("unmeasured", [])
     tests = unmeasured + [test for test in tests if test not in unmeasured]
     if phase == "fast":
         tests = [test for test in tests if test.startswith(FAST_TESTS[target])]
@@ -1081,16 +1219,16 @@ def run_tests(target: str, phase: str = "all") -> int:
     return code
 
 
-def recheck_survivors(target: str, only: str | None = None, reuse_map: bool = False) -> int:
+def recheck_survivors(target: str, only: str | None = None, reuse_map: bool = False, family: str = "operator") -> int:
     """Runs each survivor of the last session again, with the current tests copied into the scratch copy, and records
     the new outcome in the session (cosmic-ray's `mutate-and-test` applies the mutant, runs the tests, restores)."""
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
 
-    work = BUILD / target
+    work = _work(target, family)
     shards = sorted(work.glob("shard*"))
     if not shards:
-        raise SystemExit(f"[{target}] no session to recheck: run `make mutate TARGET={target}` first")
+        raise SystemExit(f"[{target}] no session to recheck: run `make mutate TARGET={target} FAMILY={family}` first")
     test_command = f"{sys.executable} -B {ROOT / 'utils' / 'mutation_testing.py'} --run-tests {target}"
     # The current tests, and which of them run what
     for shard in shards:
@@ -1129,10 +1267,14 @@ def recheck_survivors(target: str, only: str | None = None, reuse_map: bool = Fa
                 (mutation,) = item.mutations
                 if _argument(target, mutation, result) is not None:
                     continue  # argued equivalent: nothing to re-test
-                command = [sys.executable, "-m", "cosmic_ray.cli", "mutate-and-test"]
-                command += [str(mutation.module_path), mutation.operator_name, str(mutation.occurrence), test_command]
-                output = subprocess.run(command, cwd=shard, env=env, capture_output=True, text=True, check=True).stdout
-                outcome = json.loads(output)["test_outcome"]
+                if family == "semantic":
+                    outcome = _test_semantic(shard, mutation, test_command).test_outcome.value
+                else:
+                    command = [sys.executable, "-m", "cosmic_ray.cli", "mutate-and-test"]
+                    command += [str(mutation.module_path), mutation.operator_name, str(mutation.occurrence)]
+                    command += [test_command]
+                    run = subprocess.run(command, cwd=shard, env=env, capture_output=True, text=True, check=True)
+                    outcome = json.loads(run.stdout)["test_outcome"]
                 print(f"[{target}] {mutation.module_path}:{mutation.start_pos[0]} {mutation.operator_name}: {outcome}")
                 db.set_result(
                     item.job_id,
@@ -1151,8 +1293,11 @@ def recheck_survivors(target: str, only: str | None = None, reuse_map: bool = Fa
 
 
 def _argument(target: str, mutation, result) -> str | None:
-    """The one-line argument in `EQUIVALENT` for a survivor, if any."""
+    """The one-line argument in `EQUIVALENT` (or `SEMANTIC_EQUIVALENT`) for a survivor, if any."""
     name = str(Path(mutation.module_path).relative_to(Path("src/cache_crop_fix/overlay") / target))
+    if mutation.operator_name.startswith("semantic/"):
+        key = (name, mutation.operator_args["description"], mutation.operator_name)
+        return SEMANTIC_EQUIVALENT[target].get(key)
     mutated = [
         line[1:].strip()
         for line in (result.diff or "").splitlines()
@@ -1161,8 +1306,8 @@ def _argument(target: str, mutation, result) -> str | None:
     return EQUIVALENT[target].get((name, mutated[0] if mutated else "", mutation.operator_name))
 
 
-def report_only(target: str) -> int:
-    shards = sorted((BUILD / target).glob("shard*"))
+def report_only(target: str, family: str = "operator") -> int:
+    shards = sorted(_work(target, family).glob("shard*"))
     test_command = json.loads(
         re.search(r"^test-command = (.*)$", (shards[0] / "cosmic-ray.toml").read_text(), re.M).group(1)
     )
@@ -1280,6 +1425,7 @@ def report(target, shards, overlay, _skipped, baseline_seconds, exec_seconds, te
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome
 
+    family = "semantic" if shards[0].parent.name.endswith("-semantic") else "operator"
     rows = []
     skipped = dict.fromkeys(("annotation", "superseded", "operator left out", "not selected"), 0)
     pending = 0
@@ -1304,7 +1450,7 @@ def report(target, shards, overlay, _skipped, baseline_seconds, exec_seconds, te
     total = len(rows) + pending + skipped["annotation"] + skipped["superseded"] + skipped["operator left out"]
     total += skipped["not selected"]
     lines = [
-        f"# Mutation testing of `overlay/{target}` (cosmic-ray)",
+        f"# Mutation testing of `overlay/{target}` (cosmic-ray, {family} family)",
         "",
         f"Test command: `{test_command}`",
         "",
@@ -1336,16 +1482,13 @@ def report(target, shards, overlay, _skipped, baseline_seconds, exec_seconds, te
     lines += ["", "## Survivors", ""]
     for mutation, result in survived:
         name = str(mutation.module_path.relative_to(overlay))
-        mutated = [
-            line[1:].strip()
-            for line in (result.diff or "").splitlines()
-            if line.startswith("+") and not line.startswith("+++")
-        ]
-        reason = EQUIVALENT[target].get((name, mutated[0] if mutated else "", mutation.operator_name))
+        reason = _argument(target, mutation, result)
         if reason is None:
             unexplained += 1
+        description = mutation.operator_args.get("description")
         lines += [
             f"- `{name}:{mutation.start_pos[0]}` {mutation.operator_name}: "
+            + (f"{description}: " if description else "")
             + (f"equivalent: {reason}" if reason else "**unexplained**"),
             "",
             "```diff",
