@@ -75,6 +75,20 @@ class CropClampTest(unittest.TestCase):
         self.assertEqual(int(layer.get_seq_length()), 2)
         self.assertEqual(keys[0, 0, :2, 0].tolist(), [11.0, 12.0])
 
+    @parameterized.expand([(-4,), (-(2**70),)])
+    def test_oversized_removal_empties_the_static_indexer(self, removal):
+        layer = StaticIndexedLayer(max_cache_len=8)
+        layer.update(_tokens(0, 3), _tokens(0, 3))
+        layer.update_indexer(_tokens(0, 3).view(1, 3, 1))
+        counter = layer.indexer_cumulative_length
+        layer.crop(removal)
+        # The indexer covers the same tokens as the key and value states: none, counted at the same static address
+        self.assertEqual(int(layer.indexer_cumulative_length), 0)
+        self.assertIs(layer.indexer_cumulative_length, counter)
+        # The next indexer keys are stored from the start
+        indexer_keys = layer.update_indexer(_tokens(10, 2).view(1, 2, 1))
+        self.assertEqual(indexer_keys[0, :2, 0].tolist(), [11.0, 12.0])
+
 
 def _recording_layer(recurrent_states_to_keep, **kwargs):
     layer = LinearAttentionLayer(**kwargs)
