@@ -120,6 +120,20 @@ class LinearAttentionHistoryTest(unittest.TestCase):
         self.assertEqual(int(layer.get_seq_length()), 7 - removed)
         self.assertEqual(layer.conv_states[0][0, 0].tolist(), [6.0 - removed, 7.0 - removed])
 
+    def test_forward_after_a_partial_crop_counts_its_tokens_from_the_kept_ones(self):
+        # After a partial crop, a forward of 4 tokens with 3 per-token states: the state from before it is not a
+        # rollback point (the token after it has no state), whatever the layer held before the crop
+        layer = _recording_layer(3)
+        _forward(layer, 0, 4, 3)
+        _forward(layer, 4, 3, 3)
+        layer.crop(-1)
+        _forward(layer, 6, 4, 3)
+        with self.assertRaisesRegex(ValueError, "Cannot remove 3 of the 10 tokens"):
+            layer.crop(-3)
+        self.assertEqual((int(layer.get_seq_length()), layer.recurrent_states[0].item()), (10, 10.0))
+        layer.crop(-2)
+        self.assertEqual((int(layer.get_seq_length()), layer.recurrent_states[0].item()), (8, 8.0))
+
     def test_forward_longer_than_the_states_kept_refuses_what_it_cannot_restore(self):
         # 3 tokens, 2 per-token states: the state before the forward is not the one after its first token
         layer = _recording_layer(2)
