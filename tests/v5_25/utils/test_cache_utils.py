@@ -133,6 +133,9 @@ class LinearAttentionHistoryTest(unittest.TestCase):
         self.assertEqual((int(layer.get_seq_length()), layer.recurrent_states[0].item()), (10, 10.0))
         layer.crop(-2)
         self.assertEqual((int(layer.get_seq_length()), layer.recurrent_states[0].item()), (8, 8.0))
+        # and the host count followed both crops: removing the 8 tokens left is a full rollback
+        layer.crop(-8)
+        self.assertEqual((int(layer.get_seq_length()), layer.has_previous_state[0]), (0, False))
 
     def test_forward_longer_than_the_states_kept_refuses_what_it_cannot_restore(self):
         # 3 tokens, 2 per-token states: the state before the forward is not the one after its first token
