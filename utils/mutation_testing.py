@@ -78,6 +78,9 @@ FAST_TESTS = {
     "v5_24": ("tests/v5_24/",),
     "v5_25": ("tests/v5_25/", "tests/test_syncs.py"),
 }
+# Left out of the first phase although under FAST_TESTS: end-to-end runs of a model (a minute or more per mutant on the
+# shared machine); they run in the second phase.
+SLOW_TESTS = {"v5_25": ("tests/v5_25/utils/test_cache_utils.py::AssistedDecodingStatesTest",)}
 # Deselected for speed: the quanto/hqq backend tests build native kernels (minutes on a cold cache); the in-repo
 # quantizer tests of the same `crop` run instead.
 DESELECT = {"v5_14": "not QuantizedBackendsCropTest", "v5_24": "", "v5_25": ""}
@@ -1204,7 +1207,11 @@ def run_tests(target: str, phase: str = "all") -> int:
     unmeasured = json.loads((work / "coverage.json").read_text()).get("unmeasured", [])
     tests = unmeasured + [test for test in tests if test not in unmeasured]
     if phase == "fast":
-        tests = [test for test in tests if test.startswith(FAST_TESTS[target])]
+        tests = [
+            test
+            for test in tests
+            if test.startswith(FAST_TESTS[target]) and not test.startswith(SLOW_TESTS.get(target, ()))
+        ]
         print(f"first phase: {len(tests)} of them")
     if not tests:
         print("no test executes this code: the mutant survives")
