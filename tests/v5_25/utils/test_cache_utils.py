@@ -137,6 +137,26 @@ class LinearAttentionHistoryTest(unittest.TestCase):
         layer.crop(-8)
         self.assertEqual((int(layer.get_seq_length()), layer.has_previous_state[0]), (0, False))
 
+    def test_crop_into_the_first_kernel_columns_pads_the_conv_states(self):
+        # Every token is still in the recorded conv states: keeping 1 token leaves 1 column, padded to the kernel size
+        # with the zeros the conv sees before the first token
+        layer = _recording_layer(3)
+        _forward(layer, 0, 3, 3)
+        _forward(layer, 3, 1, 3)
+        layer.crop(-3)
+        self.assertEqual(layer.conv_states[0][0, 0].tolist(), [0.0, 1.0])
+        self.assertEqual((int(layer.get_seq_length()), layer.recurrent_states[0].item()), (1, 1.0))
+
+    def test_a_crop_forgets_the_states_it_did_not_restore(self):
+        # Two tokens left, both in the conv states: only the recurrent history limits a second crop, and it is empty
+        layer = _recording_layer(3)
+        _forward(layer, 0, 1, 3)
+        _forward(layer, 1, 2, 3)
+        layer.crop(-1)
+        with self.assertRaisesRegex(ValueError, "recurrent states \\(state 0\\) can only be rolled back by 0 token"):
+            layer.crop(-1)
+        self.assertEqual((int(layer.get_seq_length()), layer.recurrent_states[0].item()), (2, 2.0))
+
     def test_forward_longer_than_the_states_kept_refuses_what_it_cannot_restore(self):
         # 3 tokens, 2 per-token states: the state before the forward is not the one after its first token
         layer = _recording_layer(2)
