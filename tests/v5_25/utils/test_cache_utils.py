@@ -147,6 +147,13 @@ class LinearAttentionHistoryTest(unittest.TestCase):
         self.assertEqual(layer.conv_states[0][0, 0].tolist(), [0.0, 1.0])
         self.assertEqual((int(layer.get_seq_length()), layer.recurrent_states[0].item()), (1, 1.0))
 
+    def test_recorded_conv_states_hold_the_zeros_before_a_short_prefill(self):
+        # A prefill shorter than the kernel: the next forward sees the zeros before the first token, as without recording
+        layer = _recording_layer(3)
+        layer.update_conv_state(_tokens(0, 1).view(1, 1, 1), conv_kernel_size=2)
+        full_conv_states = layer.update_conv_state(_tokens(1, 1).view(1, 1, 1))
+        self.assertEqual(full_conv_states[0, 0].tolist(), [0.0, 1.0, 2.0])
+
     def test_a_crop_forgets_the_states_it_did_not_restore(self):
         # Two tokens left, both in the conv states: only the recurrent history limits a second crop, and it is empty
         layer = _recording_layer(3)
@@ -207,6 +214,11 @@ class LinearAttentionHistoryTest(unittest.TestCase):
         layer = _recording_layer(3)
         for start in range(10):
             _forward(layer, start, 1, 3)
+        self.assertEqual(len(layer.recurrent_states_history[0]), 3)
+        # also when a forward hands over several states
+        layer = _recording_layer(3)
+        for start, length in ((0, 4), (4, 3), (7, 3)):
+            _forward(layer, start, length, 3)
         self.assertEqual(len(layer.recurrent_states_history[0]), 3)
         layer = LinearAttentionLayer()
         layer.activate_past_recording()
