@@ -704,7 +704,263 @@ EQUIVALENT = {"v5_14": EQUIVALENT_V5_14, "v5_24": EQUIVALENT_V5_24, "v5_25": EQU
 
 # The semantic family (`--family semantic`, `utils/semantic_mutants.py`): survivors argued equivalent, keyed by (file
 # relative to the target's overlay, the mutant's one-line description, kind as `semantic/<kind>`).
-SEMANTIC_EQUIVALENT_V5_25: dict[tuple[str, str, str], str] = {}
+SEMANTIC_EQUIVALENT_V5_25: dict[tuple[str, str, str], str] = {
+    (
+        "step1_clamp/cache_utils.py",
+        "swapped: self.keys = self.keys[..., :new_length, :] <-> self.values = self.values[..., :new_length, :]",
+        "semantic/swap",
+    ): "the key and value slices are independent: each reads and writes its own attribute.",
+    (
+        "step1_clamp/cache_utils.py",
+        "swapped: super().crop(tokens_to_remove) <-> if tokens_to_remove == 0: return",
+        "semantic/swap",
+    ): "`DynamicLayer.crop(0)` returns before changing anything, so returning before or after it is the same.",
+    (
+        "step1_clamp/cache_utils.py",
+        "deleted: if tokens_to_remove == 0: return",
+        "semantic/delete",
+    ): "with 0 removed, `new_length` is the layer's length: the slices below keep every index position and key.",
+    (
+        "step1_clamp/cache_utils.py",
+        "swapped: if tokens_to_remove == 0: return <-> new_length = self.get_seq_length()",
+        "semantic/swap",
+    ): "`new_length` is only computed (a read of the length) before the early return: nothing changes.",
+    (
+        "step1_clamp/cache_utils.py",
+        "deleted: return",
+        "semantic/delete",
+    ): "with 0 removed, `new_length` is the layer's length: the slices below keep every index position and key.",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: self.number_of_states = number_of_states <-> self.conv_states: dict[int, torch.Tensor | None] = dict.fro…",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: self.conv_states: dict[int, torch.Tensor | None] = dict.fro… <-> self.recurrent_states: dict[int, torch.Tensor | None] = dic…",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: self.recurrent_states: dict[int, torch.Tensor | None] = dic… <-> self.is_conv_states_initialized = dict.fromkeys(range(numbe…",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: self.is_conv_states_initialized = dict.fromkeys(range(numbe… <-> self.is_recurrent_states_initialized = dict.fromkeys(range(…",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: self.is_recurrent_states_initialized = dict.fromkeys(range(… <-> self.has_previous_state = dict.fromkeys(range(number_of_sta…",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: self.has_previous_state = dict.fromkeys(range(number_of_sta… <-> self.conv_kernel_size = dict.fromkeys(range(number_of_state…",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: self.conv_kernel_size = dict.fromkeys(range(number_of_state… <-> self.cumulative_length_linear = torch.tensor(0, dtype=int)",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: self.cumulative_length_linear = torch.tensor(0, dtype=int) <-> self.num_tokens_linear = 0",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: self.num_tokens_linear = 0 <-> self.recurrent_states_num_tokens = dict.fromkeys(range(numb…",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: self.recurrent_states_num_tokens = dict.fromkeys(range(numb… <-> self.device = None",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: self.device = None <-> self.dtype = None",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "removed: self.dtype = None",
+        "semantic/flag",
+    ): "nothing reads a linear layer's `dtype` before `lazy_initialization` sets it (no layer's `.dtype` is read in `cache_utils` or `generation`).",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: self.dtype = None <-> self.record_past = False",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: self.record_past = False <-> self.recurrent_states_to_keep = None",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: self.recurrent_states_to_keep = None <-> self.recurrent_states_history = {i: [] for i in range(numbe…",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: self.cumulative_length_linear.zero_() <-> self.num_tokens_linear = 0",
+        "semantic/swap",
+    ): "the device count and the host count are independent: each statement updates its own.",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: self.num_tokens_linear = 0 <-> for i in range(self.number_of_states): if self.is_conv_stat…",
+        "semantic/swap",
+    ): "the host count is not read by the loop (which resets each state).",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: if self.is_conv_states_initialized[i]: self.conv_states[i].… <-> if self.is_recurrent_states_initialized[i]: self.recurrent_…",
+        "semantic/swap",
+    ): "the conv and recurrent parts of a state are reset independently (disjoint attributes).",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: if self.is_recurrent_states_initialized[i]: self.recurrent_… <-> self.has_previous_state[i] = False",
+        "semantic/swap",
+    ): "the recurrent state and the `has_previous_state` flag are independent attributes.",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: self.has_previous_state[i] = False <-> self.recurrent_states_num_tokens[i] = 0",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: if self.is_conv_states_initialized[i]: self.conv_states[i] … <-> if self.is_recurrent_states_initialized[i]: self.recurrent_…",
+        "semantic/swap",
+    ): "the conv and recurrent parts of a state are reordered independently (disjoint attributes).",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: if self.is_recurrent_states_initialized[i]: self.recurrent_… <-> history = self.recurrent_states_history[i]",
+        "semantic/swap",
+    ): "`history` is a local alias read only by the next statement; the recurrent state is a different attribute.",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: if recurrent_states_to_keep is None: recurrent_states_to_ke… <-> self.record_past = True",
+        "semantic/swap",
+    ): "the default is computed from `self.recurrent_states_to_keep`, which `record_past = True` does not touch.",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: self.record_past = True <-> self.recurrent_states_to_keep = recurrent_states_to_keep",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: if tokens_to_remove > 0: raise RuntimeError('Linear attenti… <-> num_tokens = self.num_tokens_linear",
+        "semantic/swap",
+    ): "`num_tokens` is a local read of the host count: the check above it does not change it.",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: if self.is_conv_states_initialized[i]: stored = self.conv_s… <-> if self.is_recurrent_states_initialized[i] and len(self.rec…",
+        "semantic/swap",
+    ): "both checks only read (each raises for its own state part); which raises first differs only in the message when both fail.",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: self.cumulative_length_linear.sub_(tokens_to_remove) <-> self.num_tokens_linear -= tokens_to_remove",
+        "semantic/swap",
+    ): "the device count and the host count are independent: each statement updates its own.",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: if self.is_conv_states_initialized[i] and (tokens_to_remove… <-> if self.is_recurrent_states_initialized[i] and tokens_to_re…",
+        "semantic/swap",
+    ): "the conv and recurrent parts of a state are cropped independently (disjoint attributes).",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: conv_states = conv_states[..., -self.conv_kernel_size[i]:] <-> padding_length = self.conv_kernel_size[i] - conv_states.sha…",
+        "semantic/swap",
+    ): "a state shorter than the kernel is not changed by keeping its last `kernel` columns, and a longer one needs no padding either way.",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: if self.is_recurrent_states_initialized[i] and tokens_to_re… <-> self.recurrent_states_num_tokens[i] = self.num_tokens_linear",
+        "semantic/swap",
+    ): "restoring the recurrent state does not read `recurrent_states_num_tokens`.",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: self.recurrent_states_num_tokens[i] = self.num_tokens_linear <-> self.recurrent_states_history[i].clear()",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: self.cumulative_length_linear.add_(1) <-> self.num_tokens_linear += 1",
+        "semantic/swap",
+    ): "the device count and the host count are independent: each statement updates its own.",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: if not self.is_conv_states_initialized[state_idx]: self.laz… <-> num_new_tokens = conv_states.shape[-1]",
+        "semantic/swap",
+    ): "`num_new_tokens` reads only the argument, which the lazy initialization does not change.",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: if state_idx == 0: self.cumulative_length_linear.add_(num_n… <-> kernel_size = self.conv_kernel_size[state_idx]",
+        "semantic/swap",
+    ): "`kernel_size` is read from `conv_kernel_size`, which counting the tokens does not change.",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: self.cumulative_length_linear.add_(num_new_tokens) <-> self.num_tokens_linear += num_new_tokens",
+        "semantic/swap",
+    ): "the device count and the host count are independent: each statement updates its own.",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: self.has_previous_state[state_idx] = True <-> full_conv_states = conv_states",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: if not self.is_recurrent_states_initialized[state_idx]: sel… <-> per_token = not isinstance(recurrent_states, torch.Tensor)",
+        "semantic/swap",
+    ): "`per_token` reads only the argument, which the lazy initialization does not change.",
+    (
+        "step2_history/cache_utils.py",
+        "swapped: self.recurrent_states_num_tokens[state_idx] = self.num_toke… <-> if self.record_past: self._extend_history(state_idx, list(r…",
+        "semantic/swap",
+    ): "`num_new_tokens` is computed before both: `_extend_history` does not read `recurrent_states_num_tokens`.",
+    (
+        "step3_refuse/cache_utils.py",
+        "swapped: self.keys = self.keys[:, :, -self.sliding_window + 1:, :] <-> self.values = self.values[:, :, -self.sliding_window + 1:, …",
+        "semantic/swap",
+    ): "the key and value slices are independent: each reads and writes its own attribute.",
+    (
+        "step3_refuse/cache_utils.py",
+        "swapped: self.keys = self.keys[:, :, -self.sliding_window + 1 - toke… <-> self.values = self.values[:, :, -self.sliding_window + 1 - …",
+        "semantic/swap",
+    ): "the key and value slices are independent: each reads and writes its own attribute.",
+    (
+        "step3_refuse/cache_utils.py",
+        "swapped: LinearAttentionLayer._check_crop(self, tokens_to_remove) <-> DynamicSlidingWindowLayer._check_crop(self, tokens_to_remov…",
+        "semantic/swap",
+    ): "both checks only read and raise before anything changes; when both refuse only the message differs.",
+    (
+        "step5_ocr/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "self.keys[:, :, start:min(sliding_length, self.max_cache_len)].zero_() -> self.keys[:, :, start : min(sliding_length, self.max_cache_len)] = torch.zeros_like(self.keys[:, :, start : min(sliding_length, self.max_cache_len)])",
+        "semantic/new-tensor",
+    ): "assigning to a slice of a tensor writes in place: the same as `zero_()`.",
+    (
+        "step5_ocr/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "swapped: self.keys[:, :, start:min(sliding_length, self.max_cache_le… <-> self.values[:, :, start:min(sliding_length, self.max_cache_…",
+        "semantic/swap",
+    ): "the key and value slices are independent: each reads and writes its own attribute.",
+    (
+        "step5_ocr/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "self.values[:, :, start:min(sliding_length, self.max_cache_len)].zero_() -> self.values[:, :, start : min(sliding_length, self.max_cache_len)] = torch.zeros_like(self.values[:, :, start : min(sliding_length, self.max_cache_len)])",
+        "semantic/new-tensor",
+    ): "assigning to a slice of a tensor writes in place: the same as `zero_()`.",
+    (
+        "step6_deepseek/models/deepseek_v4/modeling_deepseek_v4.py",
+        "swapped: self.reset() <-> self.cumulative_length = 0",
+        "semantic/swap",
+    ): "`reset` does not read `cumulative_length`, and sets it to 0 as the next line does.",
+    (
+        "step6_deepseek/models/deepseek_v4/modeling_deepseek_v4.py",
+        "removed: self.cumulative_length = 0",
+        "semantic/flag",
+    ): "`reset` (the line before) already sets `cumulative_length` to 0.",
+}
 SEMANTIC_EQUIVALENT_V5_24: dict[tuple[str, str, str], str] = {}
 SEMANTIC_EQUIVALENT_V5_14: dict[tuple[str, str, str], str] = {}
 SEMANTIC_EQUIVALENT = {
@@ -737,7 +993,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--fast",
         action="store_true",
-        help="first phase only: each mutant runs the unit tests (FAST_TESTS); `--recheck` runs the rest for survivors",
+        help="first phase only: each mutant runs the unit tests (FAST_TESTS); `--recheck` runs the rest for survivors "
+        "(`--recheck --fast`: the survivors against the current unit tests only)",
     )
     parser.add_argument(
         "--reuse-map",
@@ -780,7 +1037,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             continue
         if args.recheck:
-            status |= recheck_survivors(name, args.only, args.reuse_map, args.family)
+            status |= recheck_survivors(name, args.only, args.reuse_map, args.family, args.fast)
         elif args.report:
             status |= report_only(name, args.family)
         else:
@@ -1226,7 +1483,9 @@ def run_tests(target: str, phase: str = "all") -> int:
     return code
 
 
-def recheck_survivors(target: str, only: str | None = None, reuse_map: bool = False, family: str = "operator") -> int:
+def recheck_survivors(
+    target: str, only: str | None = None, reuse_map: bool = False, family: str = "operator", fast: bool = False
+) -> int:
     """Runs each survivor of the last session again, with the current tests copied into the scratch copy, and records
     the new outcome in the session (cosmic-ray's `mutate-and-test` applies the mutant, runs the tests, restores)."""
     from cosmic_ray.work_db import WorkDB, use_db
@@ -1237,6 +1496,8 @@ def recheck_survivors(target: str, only: str | None = None, reuse_map: bool = Fa
     if not shards:
         raise SystemExit(f"[{target}] no session to recheck: run `make mutate TARGET={target} FAMILY={family}` first")
     test_command = f"{sys.executable} -B {ROOT / 'utils' / 'mutation_testing.py'} --run-tests {target}"
+    if fast:
+        test_command += " --phase fast"  # the first phase again, with the tests added since (before the second phase)
     # The current tests, and which of them run what
     for shard in shards:
         shutil.rmtree(shard / "tests")
