@@ -832,6 +832,16 @@ SEMANTIC_EQUIVALENT_V5_25: dict[tuple[str, str, str], str] = {
     ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
     (
         "step2_history/cache_utils.py",
+        "swapped: self.recurrent_states_num_tokens[i] = 0 <-> self.recurrent_states_history[i].clear()",
+        "semantic/swap",
+    ): "the count and the history of a state are independent attributes, both reset.",
+    (
+        "step2_history/cache_utils.py",
+        "deleted: self.recurrent_states_history[i].clear()",
+        "semantic/delete",
+    ): "entries older than the new sequence are never restored: `crop` reaches `history[-k]` only for `k` below the tokens seen since the reset (removing them all is a reset), and every forward appends after them.",
+    (
+        "step2_history/cache_utils.py",
         "swapped: if self.is_conv_states_initialized[i]: self.conv_states[i] … <-> if self.is_recurrent_states_initialized[i]: self.recurrent_…",
         "semantic/swap",
     ): "the conv and recurrent parts of a state are reordered independently (disjoint attributes).",
@@ -930,6 +940,11 @@ SEMANTIC_EQUIVALENT_V5_25: dict[tuple[str, str, str], str] = {
         "swapped: self.keys = self.keys[:, :, -self.sliding_window + 1 - toke… <-> self.values = self.values[:, :, -self.sliding_window + 1 - …",
         "semantic/swap",
     ): "the key and value slices are independent: each reads and writes its own attribute.",
+    (
+        "step3_refuse/cache_utils.py",
+        "swapped: self.values = self.values[:, :, -self.sliding_window + 1 - … <-> self.cumulative_length = self.cumulative_length - tokens_to…",
+        "semantic/swap",
+    ): "the value slice and the length are independent: each statement reads and writes its own attribute.",
     (
         "step3_refuse/cache_utils.py",
         "swapped: LinearAttentionLayer._check_crop(self, tokens_to_remove) <-> DynamicSlidingWindowLayer._check_crop(self, tokens_to_remov…",
