@@ -162,10 +162,11 @@ class LinearAttentionHistoryTest(unittest.TestCase):
 
     def test_recorded_conv_states_hold_the_zeros_before_a_short_prefill(self):
         # A prefill shorter than the kernel: the next forward sees the zeros before the first token, as without recording
+        # (a batch of 3 and 2 channels, so that no other dimension has the prefill's width)
         layer = _recording_layer(3)
-        layer.update_conv_state(_tokens(0, 1).view(1, 1, 1), conv_kernel_size=2)
-        full_conv_states = layer.update_conv_state(_tokens(1, 1).view(1, 1, 1))
-        self.assertEqual(full_conv_states[0, 0].tolist(), [0.0, 1.0, 2.0])
+        layer.update_conv_state(_tokens(0, 6).view(3, 2, 1), conv_kernel_size=2)
+        full_conv_states = layer.update_conv_state(_tokens(6, 6).view(3, 2, 1))
+        self.assertEqual(full_conv_states[2, 1].tolist(), [0.0, 6.0, 12.0])
 
     def test_a_crop_forgets_the_states_it_did_not_restore(self):
         # Two tokens left, both in the conv states: only the recurrent history limits a second crop, and it is empty
