@@ -178,6 +178,30 @@ class LinearAttentionHistoryTest(unittest.TestCase):
             layer.crop(-1)
         self.assertEqual((int(layer.get_seq_length()), layer.recurrent_states[0].item()), (2, 2.0))
 
+    @parameterized.expand([("fresh",), ("reset",)])
+    def test_first_forward_longer_than_the_states_kept_refuses_what_it_cannot_restore(self, history):
+        # 3 tokens, 2 per-token states: the state before the first token is not a rollback point, also after a reset
+        layer = _recording_layer(2)
+        if history == "reset":
+            _forward(layer, 0, 1, 2)
+            layer.reset()
+        _forward(layer, 20, 3, 2)
+        with self.assertRaisesRegex(ValueError, "Cannot remove 2 of the 3 tokens"):
+            layer.crop(-2)
+        layer.crop(-1)
+        self.assertEqual(layer.recurrent_states[0].item(), 22.0)
+
+    def test_reorder_cache_reorders_the_history(self):
+        # Beam search: the states to restore follow their beam
+        layer = _recording_layer(3)
+        layer.update_conv_state(torch.zeros(2, 1, 1), conv_kernel_size=2)
+        layer.update_recurrent_state(torch.tensor([[1.0], [101.0]]))
+        layer.update_conv_state(torch.zeros(2, 1, 2))
+        layer.update_recurrent_state([torch.tensor([[2.0], [102.0]]), torch.tensor([[3.0], [103.0]])])
+        layer.reorder_cache(torch.tensor([1, 0]))
+        layer.crop(-1)
+        self.assertEqual(layer.recurrent_states[0][:, 0].tolist(), [102.0, 2.0])
+
     def test_forward_longer_than_the_states_kept_refuses_what_it_cannot_restore(self):
         # 3 tokens, 2 per-token states: the state before the forward is not the one after its first token
         layer = _recording_layer(2)
