@@ -699,7 +699,53 @@ EQUIVALENT_V5_24: dict[tuple[str, str, str], str] = {
 }
 
 # 5.25 (`overlay/v5_25`)
-EQUIVALENT_V5_25: dict[tuple[str, str, str], str] = {}
+EQUIVALENT_V5_25: dict[tuple[str, str, str], str] = {
+    (
+        "step2_history/cache_utils.py",
+        "if not TYPE_CHECKING:",
+        "core/AddNot",
+    ): "the names imported exist in upstream's module, whose globals the methods run with: importing them at runtime changes nothing.",
+    (
+        "step1_clamp/cache_utils.py",
+        "if tokens_to_remove == 1:",
+        "core/NumberReplacer",
+    ): "`tokens_to_remove` is never 1 here (`super().crop` raised for positive values), and for 0 the slices below keep every index position and key.",
+    (
+        "step2_history/cache_utils.py",
+        "if tokens_to_remove > -1 and tokens_to_remove == self.num_tokens_linear:",
+        "core/NumberReplacer",
+    ): "differs only for `crop(0)` of a layer holding no token, which `reset` leaves as it is (zero states and counts, an empty history).",
+    (
+        "step2_history/cache_utils.py",
+        "if tokens_to_remove >= 0:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "for 0 both counts are decreased by 0.",
+    (
+        "step2_history/cache_utils.py",
+        "tokens_to_remove > -1 or self.conv_states[i].shape[-1] != self.conv_kernel_size[i]",
+        "core/NumberReplacer",
+    ): "for `crop(0)` of conv states already `kernel` wide the block only takes views of the whole tensor (same storage and values) and pads nothing.",
+    (
+        "step3_refuse/cache_utils.py",
+        "if tokens_to_remove > -1:",
+        "core/NumberReplacer",
+    ): "`super().crop(0)` (`DynamicLayer.crop`) returns before changing anything.",
+    (
+        "step5_ocr/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "if prefill_tokens_to_remove > -1:",
+        "core/NumberReplacer",
+    ): "for 0, `max(prefill_cumulative_length - 0, 0)` is the same length.",
+    (
+        "step6_deepseek/models/deepseek_v4/modeling_deepseek_v4.py",
+        "if tokens_to_remove < 0 and self.cumulative_length > -1:",
+        "core/NumberReplacer",
+    ): "differs only for a layer holding no token, which `reset` leaves as it is (no states, a length of 0).",
+    (
+        "step6_deepseek/models/deepseek_v4/modeling_deepseek_v4.py",
+        "if tokens_to_remove < 0 and self.cumulative_length >= 0:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "differs only for a layer holding no token, which `reset` leaves as it is (no states, a length of 0).",
+}
 EQUIVALENT = {"v5_14": EQUIVALENT_V5_14, "v5_24": EQUIVALENT_V5_24, "v5_25": EQUIVALENT_V5_25}
 
 # The semantic family (`--family semantic`, `utils/semantic_mutants.py`): survivors argued equivalent, keyed by (file
