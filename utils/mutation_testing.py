@@ -998,6 +998,11 @@ SEMANTIC_EQUIVALENT_V5_25: dict[tuple[str, str, str], str] = {
     ): "both checks only read and raise before anything changes; when both refuse only the message differs.",
     (
         "step5_ocr/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "swapped: if self.is_initialized and self.cumulative_length_int < sli… <-> prefill_tokens_to_remove = -tokens_to_remove - sliding_leng…",
+        "semantic/swap",
+    ): "`prefill_tokens_to_remove` is computed from the argument and `sliding_length`, which clearing the freed slots does not change.",
+    (
+        "step5_ocr/models/unlimited_ocr/modeling_unlimited_ocr.py",
         "self.keys[:, :, start:min(sliding_length, self.max_cache_len)].zero_() -> self.keys[:, :, start : min(sliding_length, self.max_cache_len)] = torch.zeros_like(self.keys[:, :, start : min(sliding_length, self.max_cache_len)])",
         "semantic/new-tensor",
     ): "assigning to a slice of a tensor writes in place: the same as `zero_()`.",
