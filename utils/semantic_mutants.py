@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 
 
 KINDS = ("flag", "check-moved", "alias", "new-tensor", "off-by-one", "delete", "swap")
@@ -381,5 +382,33 @@ def mutants(source: str) -> list[Mutant]:
         if dump not in seen:
             seen.add(dump)
             kept.append(mutant)
+    # The same statement can appear in several methods (`return`, `super().crop(...)`): the description names the
+    # innermost function, so that each argument in `SEMANTIC_EQUIVALENT` is about one mutant
+    spans = []
+
+    def qualify(node, prefix):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{prefix}{child.name}"
+                if not isinstance(child, ast.ClassDef):
+                    spans.append((child.lineno, child.end_lineno, name))
+                qualify(child, name + ".")
+
+    qualify(tree, "")
+    kept = [
+        replace(
+            m,
+            description=f"{max((s for s in spans if s[0] <= m.start[0] <= s[1]), key=lambda s: s[0])[2]}: "
+            f"{m.description}",
+        )
+        for m in kept
+    ]
     kept.sort(key=lambda m: (m.start, KINDS.index(m.kind), m.description))
+    # and the same statement twice in one function is numbered in the order of the source
+    counts = Counter((m.kind, m.description) for m in kept)
+    seen_keys: Counter = Counter()
+    for index, m in enumerate(kept):
+        if counts[m.kind, m.description] > 1:
+            seen_keys[m.kind, m.description] += 1
+            kept[index] = replace(m, description=f"{m.description} [{seen_keys[m.kind, m.description]}]")
     return kept
