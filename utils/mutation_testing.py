@@ -701,6 +701,66 @@ EQUIVALENT_V5_24: dict[tuple[str, str, str], str] = {
 # 5.25 (`overlay/v5_25`)
 EQUIVALENT_V5_25: dict[tuple[str, str, str], str] = {
     (
+        "step1_clamp/cache_utils.py",
+        "new_length = max(self.keys.shape[2] + tokens_to_remove, 0)",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "the key states are 4-D (batch, heads, tokens, head_dim), so `shape[2]` is `shape[-2]`.",
+    (
+        "step3_refuse/cache_utils.py",
+        "if not TYPE_CHECKING:",
+        "core/AddNot",
+    ): "the names imported exist in upstream's module, whose globals the methods run with: importing them at runtime changes nothing.",
+    (
+        "step5_ocr/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "if not TYPE_CHECKING:",
+        "core/AddNot",
+    ): "the names imported exist in upstream's module, whose globals the methods run with: importing them at runtime changes nothing.",
+    (
+        "step3_refuse/cache_utils.py",
+        "first_stored_token = seq_length - self.keys.shape[2]",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "the key states are 4-D (batch, heads, tokens, head_dim), so `shape[2]` is `shape[-2]`.",
+    (
+        "step3_refuse/cache_utils.py",
+        "self.cumulative_length = self.keys.shape[2]",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "the key states are 4-D (batch, heads, tokens, head_dim), so `shape[2]` is `shape[-2]`.",
+    (
+        "step2_history/cache_utils.py",
+        "if padding_length > -1:",
+        "core/NumberReplacer",
+    ): "a padding of 0 columns adds nothing: the same values.",
+    (
+        "step2_history/cache_utils.py",
+        "if padding_length >= 0:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "a padding of 0 columns adds nothing: the same values.",
+    (
+        "step2_history/cache_utils.py",
+        "if stored.shape[-1] <= kernel_size:",
+        "core/ReplaceComparisonOperator_Lt_LtE",
+    ): "a padding of 0 columns adds nothing: the same values.",
+    (
+        "step2_history/cache_utils.py",
+        "if not self.record_past and num_new_tokens <= kernel_size:",
+        "core/ReplaceComparisonOperator_Lt_LtE",
+    ): "a padding of 0 columns adds nothing: the same values.",
+    (
+        "step2_history/cache_utils.py",
+        "if tokens_to_remove == -1 or tokens_to_remove >= num_tokens:",
+        "core/NumberReplacer",
+    ): "for 0 the checks below cannot raise: stored conv states are at least `kernel` wide (`0 > stored - kernel` is false) and no history is shorter than 0.",
+    (
+        "step4_minimax/models/minimax_m3_vl/modeling_minimax_m3_vl.py",
+        "if tokens_to_remove != 1 and self.idx_keys is not None:",
+        "core/NumberReplacer",
+    ): "`tokens_to_remove` is never 1 here (`super().crop` raised for positive values); for 0 the index keys are sliced to the length they already have.",
+    (
+        "step2_history/cache_utils.py",
+        "def __init__(self, number_of_states: int = 2, **kwargs):",
+        "core/NumberReplacer",
+    ): "a second state that is never updated stays uninitialized: every loop over the states skips it (no tensor, an empty history).",
+    (
         "step2_history/cache_utils.py",
         "if not TYPE_CHECKING:",
         "core/AddNot",
