@@ -75,14 +75,19 @@ class CropClampTest(unittest.TestCase):
         self.assertEqual(int(layer.get_seq_length()), 2)
         self.assertEqual(keys[0, 0, :2, 0].tolist(), [11.0, 12.0])
 
-    def test_oversized_removal_beyond_the_window_empties_the_sliding_layer(self):
+    def test_crops_beyond_the_window_of_a_recording_sliding_layer(self):
         layer = DynamicSlidingWindowLayer(sliding_window=4)
         layer.activate_past_recording()
         layer.update(_tokens(0, 6), _tokens(0, 6))
         # `crop(0)` keeps the `sliding_window - 1` tokens the next forward needs, in both states
         layer.crop(0)
         self.assertEqual([layer.keys[0, 0, :, 0].tolist(), layer.values[0, 0, :, 0].tolist()], [[4.0, 5.0, 6.0]] * 2)
-        layer.update(_tokens(6, 1), _tokens(6, 1))
+        # A partial crop keeps the `sliding_window - 1` tokens before the removed ones, in both states
+        layer.update(_tokens(6, 3), _tokens(6, 3))
+        layer.crop(-2)
+        self.assertEqual([layer.keys[0, 0, :, 0].tolist(), layer.values[0, 0, :, 0].tolist()], [[5.0, 6.0, 7.0]] * 2)
+        self.assertEqual(layer.get_seq_length(), 7)
+        # Removing more than every token empties it
         layer.crop(-100)
         self.assertEqual((layer.get_seq_length(), layer.keys.shape[-2], layer.values.shape[-2]), (0, 0, 0))
         keys, values = layer.update(_tokens(10, 2), _tokens(10, 2))
