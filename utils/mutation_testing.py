@@ -701,6 +701,26 @@ EQUIVALENT_V5_24: dict[tuple[str, str, str], str] = {
 # 5.25 (`overlay/v5_25`)
 EQUIVALENT_V5_25: dict[tuple[str, str, str], str] = {
     (
+        "step2_history/cache_utils.py",
+        "if tokens_to_remove >= 0 and tokens_to_remove == self.num_tokens_linear:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "differs only for `crop(0)` of a layer holding no token, which `reset` leaves as it is (zero states and counts, an empty history).",
+    (
+        "step2_history/cache_utils.py",
+        "if tokens_to_remove > -1:",
+        "core/NumberReplacer",
+    ): "for 0 both counts are decreased by 0.",
+    (
+        "step2_history/cache_utils.py",
+        "tokens_to_remove >= 0 or self.conv_states[i].shape[-1] != self.conv_kernel_size[i]",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "for `crop(0)` of conv states already `kernel` wide the block only takes views of the whole tensor (same storage and values) and pads nothing.",
+    (
+        "step2_history/cache_utils.py",
+        "self.recurrent_states_num_tokens[i] = -1",
+        "core/NumberReplacer",
+    ): "the first forward after the reset then never counts as adjacent, which only drops the state from before its first token: only a full rollback (a reset) would restore it.",
+    (
         "step1_clamp/cache_utils.py",
         "new_length = max(self.keys.shape[2] + tokens_to_remove, 0)",
         "core/ReplaceUnaryOperator_Delete_USub",
