@@ -701,6 +701,16 @@ EQUIVALENT_V5_24: dict[tuple[str, str, str], str] = {
 # 5.25 (`overlay/v5_25`)
 EQUIVALENT_V5_25: dict[tuple[str, str, str], str] = {
     (
+        "step3_refuse/cache_utils.py",
+        "if tokens_to_remove >= 0:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "`super().crop(0)` (`DynamicLayer.crop`) returns before changing anything.",
+    (
+        "step5_ocr/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "if prefill_tokens_to_remove >= 0:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "for 0, `max(prefill_cumulative_length - 0, 0)` is the same length.",
+    (
         "step2_history/cache_utils.py",
         "if tokens_to_remove >= 0 and tokens_to_remove == self.num_tokens_linear:",
         "core/ReplaceComparisonOperator_Gt_GtE",
