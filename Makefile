@@ -126,15 +126,18 @@ matrix: $(STAMP)
 	$(PY) -m nox $(NOXFLAGS)
 
 # Mutation testing of the overlay with cosmic-ray (issue 13), each target in the venv of its transformers release:
-# `make mutate` (both targets, v5_24 first), `make mutate TARGET=v5_14 JOBS=2`; writes build/mutation/<target>/report.md
-# and fails if a mutant survives without an argument in `EQUIVALENT`. Not part of `make test`.
-TARGET ?= v5_24 v5_14
+# `make mutate` (every target, v5_25 first), `make mutate TARGET=v5_14 JOBS=2`, `make mutate FAMILY=semantic` (the
+# statement-level mutants of utils/semantic_mutants.py instead of cosmic-ray's operators); writes
+# build/mutation/<target>[-semantic]/report.md and fails if a mutant survives without an argument in `EQUIVALENT`
+# (`SEMANTIC_EQUIVALENT`). Not part of `make test`.
+TARGET ?= v5_25 v5_24 v5_14
 JOBS ?= 1
-mutate: $(STAMP) $(STAMP_MAIN)
+FAMILY ?= operator
+mutate: $(STAMP) $(STAMP_MAIN) $(STAMP_25)
 	status=0; for target in $(TARGET); do \
-	  case $$target in v5_24) py=$(PY_MAIN);; *) py=$(PY);; esac; \
+	  case $$target in v5_25) py=$(PY_25);; v5_24) py=$(PY_MAIN);; *) py=$(PY);; esac; \
 	  $$py -m pip install --quiet -r requirements-mutate.txt \
-	  && nice $$py utils/mutation_testing.py --jobs $(JOBS) $$target || status=1; \
+	  && nice $$py utils/mutation_testing.py --family $(FAMILY) --jobs $(JOBS) $$target || status=1; \
 	done; exit $$status
 
 # What a transformers release does to the fix (issue 22): the newest release on the package index against the nearest

@@ -29,7 +29,9 @@ import concurrent.futures
 import json
 import os
 import re
+import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -65,14 +67,23 @@ TEST_SELECTION = {
     ),
     # the upstream main target: its upstream-style tests, then the project's history tests (they hold for both targets)
     "v5_24": ("tests/v5_24", "tests/test_stateful_history.py", "tests/test_generation_history.py"),
+    # upstream main (5.25): its upstream-style tests, the host-sync counts, then the end-to-end hybrid generation
+    "v5_25": ("tests/v5_25", "tests/test_syncs.py", "tests/test_generation_main_hybrid.py"),
 }
 # The first phase of a two-phase session (`--fast`): the unit tests of the target, which kill most mutants in seconds.
 # The end-to-end generation and stateful tests then run only for the survivors of the first phase (`--recheck`, which
 # runs every test that executes the mutated function).
-FAST_TESTS = {"v5_14": ("tests/v5_14/", "tests/test_call_sites.py"), "v5_24": ("tests/v5_24/",)}
+FAST_TESTS = {
+    "v5_14": ("tests/v5_14/", "tests/test_call_sites.py"),
+    "v5_24": ("tests/v5_24/",),
+    "v5_25": ("tests/v5_25/", "tests/test_syncs.py"),
+}
+# Left out of the first phase although under FAST_TESTS: end-to-end runs of a model (a minute or more per mutant on the
+# shared machine); they run in the second phase.
+SLOW_TESTS = {"v5_25": ("tests/v5_25/utils/test_cache_utils.py::AssistedDecodingStatesTest",)}
 # Deselected for speed: the quanto/hqq backend tests build native kernels (minutes on a cold cache); the in-repo
 # quantizer tests of the same `crop` run instead.
-DESELECT = {"v5_14": "not QuantizedBackendsCropTest", "v5_24": ""}
+DESELECT = {"v5_14": "not QuantizedBackendsCropTest", "v5_24": "", "v5_25": ""}
 TIMEOUT = 300.0
 
 # Left out for cost (2 shared cores): a full cosmic-ray operator set gives ~590 mutants of the 5.14 overlay (after the
@@ -687,7 +698,439 @@ EQUIVALENT_V5_24: dict[tuple[str, str, str], str] = {
     ): "`has_previous_state[0]` is already true whenever a non-empty entry is restored (only a full rollback, which clears the history, or restoring the first entry sets it false); other keys are never read (`number_of_states == 1`).",
 }
 
-EQUIVALENT = {"v5_14": EQUIVALENT_V5_14, "v5_24": EQUIVALENT_V5_24}
+# 5.25 (`overlay/v5_25`)
+EQUIVALENT_V5_25: dict[tuple[str, str, str], str] = {
+    (
+        "step3_refuse/cache_utils.py",
+        "if tokens_to_remove >= 0:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "`super().crop(0)` (`DynamicLayer.crop`) returns before changing anything.",
+    (
+        "step5_ocr/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "if prefill_tokens_to_remove >= 0:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "for 0, `max(prefill_cumulative_length - 0, 0)` is the same length.",
+    (
+        "step2_history/cache_utils.py",
+        "if tokens_to_remove >= 0 and tokens_to_remove == self.num_tokens_linear:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "differs only for `crop(0)` of a layer holding no token, which `reset` leaves as it is (zero states and counts, an empty history).",
+    (
+        "step2_history/cache_utils.py",
+        "if tokens_to_remove > -1:",
+        "core/NumberReplacer",
+    ): "for 0 both counts are decreased by 0.",
+    (
+        "step2_history/cache_utils.py",
+        "tokens_to_remove >= 0 or self.conv_states[i].shape[-1] != self.conv_kernel_size[i]",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "for `crop(0)` of conv states already `kernel` wide the block only takes views of the whole tensor (same storage and values) and pads nothing.",
+    (
+        "step2_history/cache_utils.py",
+        "self.recurrent_states_num_tokens[i] = -1",
+        "core/NumberReplacer",
+    ): "the first forward after the reset then never counts as adjacent, which only drops the state from before its first token: only a full rollback (a reset) would restore it.",
+    (
+        "step1_clamp/cache_utils.py",
+        "new_length = max(self.keys.shape[2] + tokens_to_remove, 0)",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "the key states are 4-D (batch, heads, tokens, head_dim), so `shape[2]` is `shape[-2]`.",
+    (
+        "step3_refuse/cache_utils.py",
+        "if not TYPE_CHECKING:",
+        "core/AddNot",
+    ): "the names imported exist in upstream's module, whose globals the methods run with: importing them at runtime changes nothing.",
+    (
+        "step5_ocr/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "if not TYPE_CHECKING:",
+        "core/AddNot",
+    ): "the names imported exist in upstream's module, whose globals the methods run with: importing them at runtime changes nothing.",
+    (
+        "step3_refuse/cache_utils.py",
+        "first_stored_token = seq_length - self.keys.shape[2]",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "the key states are 4-D (batch, heads, tokens, head_dim), so `shape[2]` is `shape[-2]`.",
+    (
+        "step3_refuse/cache_utils.py",
+        "self.cumulative_length = self.keys.shape[2]",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "the key states are 4-D (batch, heads, tokens, head_dim), so `shape[2]` is `shape[-2]`.",
+    (
+        "step2_history/cache_utils.py",
+        "if padding_length > -1:",
+        "core/NumberReplacer",
+    ): "a padding of 0 columns adds nothing: the same values.",
+    (
+        "step2_history/cache_utils.py",
+        "if padding_length >= 0:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "a padding of 0 columns adds nothing: the same values.",
+    (
+        "step2_history/cache_utils.py",
+        "if stored.shape[-1] <= kernel_size:",
+        "core/ReplaceComparisonOperator_Lt_LtE",
+    ): "a padding of 0 columns adds nothing: the same values.",
+    (
+        "step2_history/cache_utils.py",
+        "if not self.record_past and num_new_tokens <= kernel_size:",
+        "core/ReplaceComparisonOperator_Lt_LtE",
+    ): "a padding of 0 columns adds nothing: the same values.",
+    (
+        "step2_history/cache_utils.py",
+        "if tokens_to_remove == -1 or tokens_to_remove >= num_tokens:",
+        "core/NumberReplacer",
+    ): "for 0 the checks below cannot raise: stored conv states are at least `kernel` wide (`0 > stored - kernel` is false) and no history is shorter than 0.",
+    (
+        "step4_minimax/models/minimax_m3_vl/modeling_minimax_m3_vl.py",
+        "if tokens_to_remove != 1 and self.idx_keys is not None:",
+        "core/NumberReplacer",
+    ): "`tokens_to_remove` is never 1 here (`super().crop` raised for positive values); for 0 the index keys are sliced to the length they already have.",
+    (
+        "step2_history/cache_utils.py",
+        "def __init__(self, number_of_states: int = 2, **kwargs):",
+        "core/NumberReplacer",
+    ): "a second state that is never updated stays uninitialized: every loop over the states skips it (no tensor, an empty history).",
+    (
+        "step2_history/cache_utils.py",
+        "if not TYPE_CHECKING:",
+        "core/AddNot",
+    ): "the names imported exist in upstream's module, whose globals the methods run with: importing them at runtime changes nothing.",
+    (
+        "step1_clamp/cache_utils.py",
+        "if tokens_to_remove == 1:",
+        "core/NumberReplacer",
+    ): "`tokens_to_remove` is never 1 here (`super().crop` raised for positive values), and for 0 the slices below keep every index position and key.",
+    (
+        "step2_history/cache_utils.py",
+        "if tokens_to_remove > -1 and tokens_to_remove == self.num_tokens_linear:",
+        "core/NumberReplacer",
+    ): "differs only for `crop(0)` of a layer holding no token, which `reset` leaves as it is (zero states and counts, an empty history).",
+    (
+        "step2_history/cache_utils.py",
+        "if tokens_to_remove >= 0:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "for 0 both counts are decreased by 0.",
+    (
+        "step2_history/cache_utils.py",
+        "tokens_to_remove > -1 or self.conv_states[i].shape[-1] != self.conv_kernel_size[i]",
+        "core/NumberReplacer",
+    ): "for `crop(0)` of conv states already `kernel` wide the block only takes views of the whole tensor (same storage and values) and pads nothing.",
+    (
+        "step3_refuse/cache_utils.py",
+        "if tokens_to_remove > -1:",
+        "core/NumberReplacer",
+    ): "`super().crop(0)` (`DynamicLayer.crop`) returns before changing anything.",
+    (
+        "step5_ocr/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "if prefill_tokens_to_remove > -1:",
+        "core/NumberReplacer",
+    ): "for 0, `max(prefill_cumulative_length - 0, 0)` is the same length.",
+    (
+        "step6_deepseek/models/deepseek_v4/modeling_deepseek_v4.py",
+        "if tokens_to_remove < 0 and self.cumulative_length > -1:",
+        "core/NumberReplacer",
+    ): "differs only for a layer holding no token, which `reset` leaves as it is (no states, a length of 0).",
+    (
+        "step6_deepseek/models/deepseek_v4/modeling_deepseek_v4.py",
+        "if tokens_to_remove < 0 and self.cumulative_length >= 0:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "differs only for a layer holding no token, which `reset` leaves as it is (no states, a length of 0).",
+}
+EQUIVALENT = {"v5_14": EQUIVALENT_V5_14, "v5_24": EQUIVALENT_V5_24, "v5_25": EQUIVALENT_V5_25}
+
+# The semantic family (`--family semantic`, `utils/semantic_mutants.py`): survivors argued equivalent, keyed by (file
+# relative to the target's overlay, the mutant's one-line description, kind as `semantic/<kind>`).
+SEMANTIC_EQUIVALENT_V5_25: dict[tuple[str, str, str], str] = {
+    (
+        "step1_clamp/cache_utils.py",
+        "DynamicLayer.crop: swapped: self.keys = self.keys[..., :new_length, :] <-> self.values = self.values[..., :new_length, :]",
+        "semantic/swap",
+    ): "the key and value slices are independent: each reads and writes its own attribute.",
+    (
+        "step1_clamp/cache_utils.py",
+        "DynamicIndexedLayer.crop: swapped: super().crop(tokens_to_remove) <-> if tokens_to_remove == 0: return",
+        "semantic/swap",
+    ): "`DynamicLayer.crop(0)` returns before changing anything, so returning before or after it is the same.",
+    (
+        "step1_clamp/cache_utils.py",
+        "DynamicIndexedLayer.crop: deleted: if tokens_to_remove == 0: return",
+        "semantic/delete",
+    ): "with 0 removed, `new_length` is the layer's length: the slices below keep every index position and key.",
+    (
+        "step1_clamp/cache_utils.py",
+        "DynamicIndexedLayer.crop: swapped: if tokens_to_remove == 0: return <-> new_length = self.get_seq_length()",
+        "semantic/swap",
+    ): "`new_length` is only computed (a read of the length) before the early return: nothing changes.",
+    (
+        "step1_clamp/cache_utils.py",
+        "DynamicIndexedLayer.crop: deleted: return [1]",
+        "semantic/delete",
+    ): "with 0 removed, `new_length` is the layer's length: the slices below keep every index position and key.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.__init__: swapped: self.number_of_states = number_of_states <-> self.conv_states: dict[int, torch.Tensor | None] = dict.fro…",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.__init__: swapped: self.conv_states: dict[int, torch.Tensor | None] = dict.fro… <-> self.recurrent_states: dict[int, torch.Tensor | None] = dic…",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.__init__: swapped: self.recurrent_states: dict[int, torch.Tensor | None] = dic… <-> self.is_conv_states_initialized = dict.fromkeys(range(numbe…",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.__init__: swapped: self.is_conv_states_initialized = dict.fromkeys(range(numbe… <-> self.is_recurrent_states_initialized = dict.fromkeys(range(…",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.__init__: swapped: self.is_recurrent_states_initialized = dict.fromkeys(range(… <-> self.has_previous_state = dict.fromkeys(range(number_of_sta…",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.__init__: swapped: self.has_previous_state = dict.fromkeys(range(number_of_sta… <-> self.conv_kernel_size = dict.fromkeys(range(number_of_state…",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.__init__: swapped: self.conv_kernel_size = dict.fromkeys(range(number_of_state… <-> self.cumulative_length_linear = torch.tensor(0, dtype=int)",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.__init__: swapped: self.cumulative_length_linear = torch.tensor(0, dtype=int) <-> self.num_tokens_linear = 0",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.__init__: swapped: self.num_tokens_linear = 0 <-> self.recurrent_states_num_tokens = dict.fromkeys(range(numb…",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.__init__: swapped: self.recurrent_states_num_tokens = dict.fromkeys(range(numb… <-> self.device = None",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.__init__: swapped: self.device = None <-> self.dtype = None",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.__init__: removed: self.dtype = None",
+        "semantic/flag",
+    ): "nothing reads a linear layer's `dtype` before `lazy_initialization` sets it (no layer's `.dtype` is read in `cache_utils` or `generation`).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.__init__: swapped: self.dtype = None <-> self.record_past = False",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.__init__: swapped: self.record_past = False <-> self.recurrent_states_to_keep = None",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.__init__: swapped: self.recurrent_states_to_keep = None <-> self.recurrent_states_history = {i: [] for i in range(numbe…",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.reset: swapped: self.cumulative_length_linear.zero_() <-> self.num_tokens_linear = 0",
+        "semantic/swap",
+    ): "the device count and the host count are independent: each statement updates its own.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.reset: swapped: self.num_tokens_linear = 0 <-> for i in range(self.number_of_states): if self.is_conv_stat…",
+        "semantic/swap",
+    ): "the host count is not read by the loop (which resets each state).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.reset: swapped: if self.is_conv_states_initialized[i]: self.conv_states[i].… <-> if self.is_recurrent_states_initialized[i]: self.recurrent_…",
+        "semantic/swap",
+    ): "the conv and recurrent parts of a state are reset independently (disjoint attributes).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.reset: swapped: if self.is_recurrent_states_initialized[i]: self.recurrent_… <-> self.has_previous_state[i] = False",
+        "semantic/swap",
+    ): "the recurrent state and the `has_previous_state` flag are independent attributes.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.reset: swapped: self.has_previous_state[i] = False <-> self.recurrent_states_num_tokens[i] = 0",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.reset: swapped: self.recurrent_states_num_tokens[i] = 0 <-> self.recurrent_states_history[i].clear()",
+        "semantic/swap",
+    ): "the count and the history of a state are independent attributes, both reset.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.reset: deleted: self.recurrent_states_history[i].clear()",
+        "semantic/delete",
+    ): "entries older than the new sequence are never restored: `crop` reaches `history[-k]` only for `k` below the tokens seen since the reset (removing them all is a reset), and every forward appends after them.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.reorder_cache: swapped: if self.is_conv_states_initialized[i]: self.conv_states[i] … <-> if self.is_recurrent_states_initialized[i]: self.recurrent_…",
+        "semantic/swap",
+    ): "the conv and recurrent parts of a state are reordered independently (disjoint attributes).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.reorder_cache: swapped: if self.is_recurrent_states_initialized[i]: self.recurrent_… <-> history = self.recurrent_states_history[i]",
+        "semantic/swap",
+    ): "`history` is a local alias read only by the next statement; the recurrent state is a different attribute.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.activate_past_recording: swapped: if recurrent_states_to_keep is None: recurrent_states_to_ke… <-> self.record_past = True",
+        "semantic/swap",
+    ): "the default is computed from `self.recurrent_states_to_keep`, which `record_past = True` does not touch.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.activate_past_recording: swapped: self.record_past = True <-> self.recurrent_states_to_keep = recurrent_states_to_keep",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin._check_crop: swapped: if tokens_to_remove > 0: raise RuntimeError('Linear attenti… <-> num_tokens = self.num_tokens_linear",
+        "semantic/swap",
+    ): "`num_tokens` is a local read of the host count: the check above it does not change it.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin._check_crop: swapped: if self.is_conv_states_initialized[i]: stored = self.conv_s… <-> if self.is_recurrent_states_initialized[i] and len(self.rec…",
+        "semantic/swap",
+    ): "both checks only read (each raises for its own state part); which raises first differs only in the message when both fail.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: swapped: self.cumulative_length_linear.sub_(tokens_to_remove) <-> self.num_tokens_linear -= tokens_to_remove",
+        "semantic/swap",
+    ): "the device count and the host count are independent: each statement updates its own.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: swapped: if self.is_conv_states_initialized[i] and (tokens_to_remove… <-> if self.is_recurrent_states_initialized[i] and tokens_to_re…",
+        "semantic/swap",
+    ): "the conv and recurrent parts of a state are cropped independently (disjoint attributes).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: swapped: conv_states = conv_states[..., -self.conv_kernel_size[i]:] <-> padding_length = self.conv_kernel_size[i] - conv_states.sha…",
+        "semantic/swap",
+    ): "a state shorter than the kernel is not changed by keeping its last `kernel` columns, and a longer one needs no padding either way.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: swapped: if self.is_recurrent_states_initialized[i] and tokens_to_re… <-> self.recurrent_states_num_tokens[i] = self.num_tokens_linear",
+        "semantic/swap",
+    ): "restoring the recurrent state does not read `recurrent_states_num_tokens`.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: swapped: self.recurrent_states_num_tokens[i] = self.num_tokens_linear <-> self.recurrent_states_history[i].clear()",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.increase_count: swapped: self.cumulative_length_linear.add_(1) <-> self.num_tokens_linear += 1",
+        "semantic/swap",
+    ): "the device count and the host count are independent: each statement updates its own.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionLayer.update_conv_state: swapped: if not self.is_conv_states_initialized[state_idx]: self.laz… <-> num_new_tokens = conv_states.shape[-1]",
+        "semantic/swap",
+    ): "`num_new_tokens` reads only the argument, which the lazy initialization does not change.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionLayer.update_conv_state: swapped: if state_idx == 0: self.cumulative_length_linear.add_(num_n… <-> kernel_size = self.conv_kernel_size[state_idx]",
+        "semantic/swap",
+    ): "`kernel_size` is read from `conv_kernel_size`, which counting the tokens does not change.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionLayer.update_conv_state: swapped: self.cumulative_length_linear.add_(num_new_tokens) <-> self.num_tokens_linear += num_new_tokens",
+        "semantic/swap",
+    ): "the device count and the host count are independent: each statement updates its own.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionLayer.update_conv_state: swapped: self.has_previous_state[state_idx] = True <-> full_conv_states = conv_states",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionLayer.update_recurrent_state: swapped: if not self.is_recurrent_states_initialized[state_idx]: sel… <-> per_token = not isinstance(recurrent_states, torch.Tensor)",
+        "semantic/swap",
+    ): "`per_token` reads only the argument, which the lazy initialization does not change.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionLayer.update_recurrent_state: swapped: self.recurrent_states_num_tokens[state_idx] = self.num_toke… <-> if self.record_past: self._extend_history(state_idx, list(r…",
+        "semantic/swap",
+    ): "`num_new_tokens` is computed before both: `_extend_history` does not read `recurrent_states_num_tokens`.",
+    (
+        "step3_refuse/cache_utils.py",
+        "DynamicSlidingWindowLayer.crop: swapped: self.keys = self.keys[:, :, -self.sliding_window + 1:, :] <-> self.values = self.values[:, :, -self.sliding_window + 1:, …",
+        "semantic/swap",
+    ): "the key and value slices are independent: each reads and writes its own attribute.",
+    (
+        "step3_refuse/cache_utils.py",
+        "DynamicSlidingWindowLayer.crop: swapped: self.keys = self.keys[:, :, -self.sliding_window + 1 - toke… <-> self.values = self.values[:, :, -self.sliding_window + 1 - …",
+        "semantic/swap",
+    ): "the key and value slices are independent: each reads and writes its own attribute.",
+    (
+        "step3_refuse/cache_utils.py",
+        "DynamicSlidingWindowLayer.crop: swapped: self.values = self.values[:, :, -self.sliding_window + 1 - … <-> self.cumulative_length = self.cumulative_length - tokens_to…",
+        "semantic/swap",
+    ): "the value slice and the length are independent: each statement reads and writes its own attribute.",
+    (
+        "step3_refuse/cache_utils.py",
+        "LinearAttentionAndSlidingWindowAttentionLayer._check_crop: swapped: LinearAttentionLayer._check_crop(self, tokens_to_remove) <-> DynamicSlidingWindowLayer._check_crop(self, tokens_to_remov…",
+        "semantic/swap",
+    ): "both checks only read and raise before anything changes; when both refuse only the message differs.",
+    (
+        "step5_ocr/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "UnlimitedOcrStaticReferenceSlidingWindowLayer.crop: swapped: if self.is_initialized and self.cumulative_length_int < sli… <-> prefill_tokens_to_remove = -tokens_to_remove - sliding_leng…",
+        "semantic/swap",
+    ): "`prefill_tokens_to_remove` is computed from the argument and `sliding_length`, which clearing the freed slots does not change.",
+    (
+        "step5_ocr/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "UnlimitedOcrStaticReferenceSlidingWindowLayer.crop: self.keys[:, :, start:min(sliding_length, self.max_cache_len)].zero_() -> self.keys[:, :, start : min(sliding_length, self.max_cache_len)] = torch.zeros_like(self.keys[:, :, start : min(sliding_length, self.max_cache_len)])",
+        "semantic/new-tensor",
+    ): "assigning to a slice of a tensor writes in place: the same as `zero_()`.",
+    (
+        "step5_ocr/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "UnlimitedOcrStaticReferenceSlidingWindowLayer.crop: swapped: self.keys[:, :, start:min(sliding_length, self.max_cache_le… <-> self.values[:, :, start:min(sliding_length, self.max_cache_…",
+        "semantic/swap",
+    ): "the key and value slices are independent: each reads and writes its own attribute.",
+    (
+        "step5_ocr/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "UnlimitedOcrStaticReferenceSlidingWindowLayer.crop: self.values[:, :, start:min(sliding_length, self.max_cache_len)].zero_() -> self.values[:, :, start : min(sliding_length, self.max_cache_len)] = torch.zeros_like(self.values[:, :, start : min(sliding_length, self.max_cache_len)])",
+        "semantic/new-tensor",
+    ): "assigning to a slice of a tensor writes in place: the same as `zero_()`.",
+    (
+        "step6_deepseek/models/deepseek_v4/modeling_deepseek_v4.py",
+        "DeepseekV4HCACache.crop: swapped: self.reset() <-> self.cumulative_length = 0",
+        "semantic/swap",
+    ): "`reset` does not read `cumulative_length`, and sets it to 0 as the next line does.",
+    (
+        "step6_deepseek/models/deepseek_v4/modeling_deepseek_v4.py",
+        "DeepseekV4HCACache.crop: removed: self.cumulative_length = 0",
+        "semantic/flag",
+    ): "`reset` (the line before) already sets `cumulative_length` to 0.",
+}
+SEMANTIC_EQUIVALENT_V5_24: dict[tuple[str, str, str], str] = {}
+SEMANTIC_EQUIVALENT_V5_14: dict[tuple[str, str, str], str] = {}
+SEMANTIC_EQUIVALENT = {
+    "v5_14": SEMANTIC_EQUIVALENT_V5_14,
+    "v5_24": SEMANTIC_EQUIVALENT_V5_24,
+    "v5_25": SEMANTIC_EQUIVALENT_V5_25,
+}
+FAMILIES = ("operator", "semantic")
+
+
+def _work(target: str, family: str) -> Path:
+    """The session folder of a target and mutant family: `build/mutation/<target>/` (operator family, cosmic-ray's
+    own mutants) or `build/mutation/<target>-semantic/`."""
+    return BUILD / target if family == "operator" else BUILD / f"{target}-{family}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -706,12 +1149,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--fast",
         action="store_true",
-        help="first phase only: each mutant runs the unit tests (FAST_TESTS); `--recheck` runs the rest for survivors",
+        help="first phase only: each mutant runs the unit tests (FAST_TESTS); `--recheck` runs the rest for survivors "
+        "(`--recheck --fast`: the survivors against the current unit tests only)",
     )
     parser.add_argument(
         "--reuse-map",
         action="store_true",
         help="with --recheck: keep the session's coverage map (which tests run what) instead of measuring it again",
+    )
+    parser.add_argument(
+        "--family",
+        choices=FAMILIES,
+        default="operator",
+        help="operator: cosmic-ray's operator mutants; semantic: statement-level mutants from the overlay's AST "
+        "(utils/semantic_mutants.py)",
     )
     parser.add_argument("--phase", default="all", help=argparse.SUPPRESS)  # of `--run-tests`: "fast" or "all"
     parser.add_argument("--run-tests", metavar="TARGET", help=argparse.SUPPRESS)  # cosmic-ray's test command
@@ -742,18 +1193,24 @@ def main(argv: list[str] | None = None) -> int:
             )
             continue
         if args.recheck:
-            status |= recheck_survivors(name, args.only, args.reuse_map)
+            status |= recheck_survivors(name, args.only, args.reuse_map, args.family, args.fast)
         elif args.report:
-            status |= report_only(name)
+            status |= report_only(name, args.family)
         else:
-            status |= run_target(name, args.limit, args.only, args.dry_run, args.jobs, args.fast)
+            status |= run_target(name, args.limit, args.only, args.dry_run, args.jobs, args.fast, args.family)
     return status
 
 
 def run_target(
-    target: str, limit: int | None, only: str | None, dry_run: bool = False, jobs: int = 1, fast: bool = False
+    target: str,
+    limit: int | None,
+    only: str | None,
+    dry_run: bool = False,
+    jobs: int = 1,
+    fast: bool = False,
+    family: str = "operator",
 ) -> int:
-    work = BUILD / target
+    work = _work(target, family)
     shutil.rmtree(work, ignore_errors=True)
     overlay = Path("src/cache_crop_fix/overlay") / target
     test_command = f"{sys.executable} -B {ROOT / 'utils' / 'mutation_testing.py'} --run-tests {target}"
@@ -783,11 +1240,14 @@ def run_target(
 
     skipped = {}
     for index, shard in enumerate(shards):
-        subprocess.run(
-            [*cosmic_ray, "init", "cosmic-ray.toml", "session.sqlite"], cwd=shard, env=_env(shard), check=True
-        )
+        if family == "semantic":
+            _init_semantic(shard, overlay)
+        else:
+            subprocess.run(
+                [*cosmic_ray, "init", "cosmic-ray.toml", "session.sqlite"], cwd=shard, env=_env(shard), check=True
+            )
         skipped = skip_mutants(shard / "session.sqlite", shard, overlay, limit, only, (index, jobs))
-    print(f"[{target}] mutants: {skipped}, in {jobs} job(s)", flush=True)
+    print(f"[{target}] {family} mutants: {skipped}, in {jobs} job(s)", flush=True)
     if dry_run:
         return 0
     started = time.monotonic()
@@ -796,14 +1256,108 @@ def run_target(
     baseline_seconds = time.monotonic() - started
     started = time.monotonic()
     with _test_servers(target, shards):
-        processes = [
-            subprocess.Popen([*cosmic_ray, "exec", "cosmic-ray.toml", "session.sqlite"], cwd=shard, env=_env(shard))
-            for shard in shards
-        ]
+        if family == "semantic":
+            # cosmic-ray's `exec` knows only its own operators: one thread per scratch copy writes our mutants
+            with concurrent.futures.ThreadPoolExecutor(len(shards)) as pool:
+                list(pool.map(lambda shard: _exec_semantic(target, shard, test_command), shards))
+            processes = []
+        processes = (
+            processes
+            if family == "semantic"
+            else [
+                subprocess.Popen(
+                    [*cosmic_ray, "exec", "cosmic-ray.toml", "session.sqlite"], cwd=shard, env=_env(shard)
+                )
+                for shard in shards
+            ]
+        )
         if any(process.wait() for process in processes):
             raise SystemExit(f"[{target}] cosmic-ray exec failed")
     exec_seconds = time.monotonic() - started
     return report(target, shards, overlay, skipped, baseline_seconds, exec_seconds, test_command, jobs)
+
+
+def _init_semantic(shard: Path, overlay: Path) -> None:
+    """A cosmic-ray session (`session.sqlite`) holding the semantic mutants of the overlay, one work item each (its
+    kind as the operator name `semantic/<kind>`, its description in `operator_args`), so that the skips, the report
+    and `--recheck` read it as they read cosmic-ray's own."""
+    import semantic_mutants
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import MutationSpec, WorkItem
+
+    with use_db(str(shard / "session.sqlite"), WorkDB.Mode.create) as db:
+        for path in sorted((shard / overlay).rglob("*.py")):
+            if path.name == "__init__.py" or path.stat().st_size == 0:
+                continue
+            relative = path.relative_to(shard)
+            for occurrence, mutant in enumerate(semantic_mutants.mutants(path.read_text())):
+                spec = MutationSpec(
+                    module_path=relative,
+                    operator_name=f"semantic/{mutant.kind}",
+                    occurrence=occurrence,
+                    start_pos=mutant.start,
+                    end_pos=mutant.end,
+                    operator_args={"description": mutant.description},
+                )
+                db.add_work_item(WorkItem.single(f"{relative}:{occurrence}", spec))
+
+
+_SEMANTIC_CACHE: dict[tuple[str, str], list] = {}
+
+
+def _test_semantic(shard: Path, mutation, test_command: str):
+    """Writes one semantic mutant into its file in `shard`, runs the test command there (as cosmic-ray's worker does),
+    and puts the file back."""
+    import semantic_mutants
+    from cosmic_ray.mutating import _make_diff
+    from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
+
+    path = shard / mutation.module_path
+    original = path.read_text()
+    key = (str(mutation.module_path), original)
+    if key not in _SEMANTIC_CACHE:
+        _SEMANTIC_CACHE[key] = semantic_mutants.mutants(original)
+    mutant = _SEMANTIC_CACHE[key][mutation.occurrence]
+    if mutant.description != mutation.operator_args["description"]:
+        raise SystemExit(f"{mutation.module_path}: the overlay changed since the session was made (mutant {mutant})")
+    mutated = mutant.apply(original)
+    try:
+        path.write_text(mutated)
+        # what cosmic-ray's `run_tests` does, in the scratch copy (its threads share one working directory)
+        process = subprocess.Popen(
+            shlex.split(test_command),
+            cwd=shard,
+            env=_env(shard),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            output = process.communicate(timeout=TIMEOUT)[0].decode(errors="replace")
+            outcome = TestOutcome.SURVIVED if process.returncode == 0 else TestOutcome.KILLED
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            output, outcome = "timeout", TestOutcome.KILLED
+    finally:
+        path.write_text(original)
+    diff = "\n".join(_make_diff(original, mutated, mutation.module_path))
+    return WorkResult(worker_outcome=WorkerOutcome.NORMAL, output=output, test_outcome=outcome, diff=diff)
+
+
+def _exec_semantic(target: str, shard: Path, test_command: str) -> None:
+    from cosmic_ray.work_db import WorkDB, use_db
+
+    with use_db(str(shard / "session.sqlite"), WorkDB.Mode.open) as db:
+        for item in sorted(db.pending_work_items, key=lambda item: item.job_id):
+            (mutation,) = item.mutations
+            result = _test_semantic(shard, mutation, test_command)
+            print(
+                f"[{target}] {mutation.module_path}:{mutation.start_pos[0]} {mutation.operator_name}: "
+                f"{result.test_outcome}",
+                flush=True,
+            )
+            db.set_result(item.job_id, result)
 
 
 def _copy_tree(shard: Path) -> None:
@@ -953,7 +1507,6 @@ def serve(target: str) -> int:
     """Imports torch and transformers once, then forks a fresh pytest run for each request: the child imports the
     (mutated) overlay from this scratch copy and applies it, as a new process would; only the start-up is shared."""
     import importlib
-    import signal
     import socket
     import warnings
 
@@ -1019,10 +1572,10 @@ def _changed_line(pristine: Path, mutated: Path) -> int | None:
     return None if len(old) == len(new) else min(len(old), len(new)) + 1
 
 
-def _tests_for(target: str, relative: str, line: int, source: str) -> tuple[list[str], str]:
+def _tests_for(work: Path, relative: str, line: int, source: str) -> tuple[list[str], str]:
     """The tests that can see a mutant at `line`: those that execute the innermost function containing it, or the
     whole selection for a line outside any function body (run at import: module level, decorators, signatures)."""
-    data = json.loads((BUILD / target / "coverage.json").read_text())
+    data = json.loads((work / "coverage.json").read_text())
     order = data["order"]
     innermost = None
     for node in ast.walk(ast.parse(source)):
@@ -1048,7 +1601,8 @@ def run_tests(target: str, phase: str = "all") -> int:
     import tempfile
 
     shard = Path.cwd()
-    pristine = BUILD / target / "pristine"
+    work = shard.parent  # the session folder (one per target and mutant family)
+    pristine = work / "pristine"
     overlay = shard / "src" / "cache_crop_fix" / "overlay" / target
     mutated = [
         (path, pristine / path.relative_to(overlay))
@@ -1057,16 +1611,20 @@ def run_tests(target: str, phase: str = "all") -> int:
     ]
     if len(mutated) != 1:
         print(f"expected one mutated file, found {[str(path) for path, _ in mutated]}: the whole selection")
-        tests, why = json.loads((BUILD / target / "coverage.json").read_text())["order"], "no single mutant"
+        tests, why = json.loads((work / "coverage.json").read_text())["order"], "no single mutant"
     else:
         ((path, original),) = mutated
         line = _changed_line(original, path)
-        tests, why = _tests_for(target, str(path.relative_to(overlay)), line, original.read_text())
+        tests, why = _tests_for(work, str(path.relative_to(overlay)), line, original.read_text())
         print(f"mutant at {path.relative_to(overlay)}:{line}: {why}")
-    unmeasured = json.loads((BUILD / target / "coverage.json").read_text()).get("unmeasured", [])
+    unmeasured = json.loads((work / "coverage.json").read_text()).get("unmeasured", [])
     tests = unmeasured + [test for test in tests if test not in unmeasured]
     if phase == "fast":
-        tests = [test for test in tests if test.startswith(FAST_TESTS[target])]
+        tests = [
+            test
+            for test in tests
+            if test.startswith(FAST_TESTS[target]) and not test.startswith(SLOW_TESTS.get(target, ()))
+        ]
         print(f"first phase: {len(tests)} of them")
     if not tests:
         print("no test executes this code: the mutant survives")
@@ -1081,17 +1639,21 @@ def run_tests(target: str, phase: str = "all") -> int:
     return code
 
 
-def recheck_survivors(target: str, only: str | None = None, reuse_map: bool = False) -> int:
+def recheck_survivors(
+    target: str, only: str | None = None, reuse_map: bool = False, family: str = "operator", fast: bool = False
+) -> int:
     """Runs each survivor of the last session again, with the current tests copied into the scratch copy, and records
     the new outcome in the session (cosmic-ray's `mutate-and-test` applies the mutant, runs the tests, restores)."""
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
 
-    work = BUILD / target
+    work = _work(target, family)
     shards = sorted(work.glob("shard*"))
     if not shards:
-        raise SystemExit(f"[{target}] no session to recheck: run `make mutate TARGET={target}` first")
+        raise SystemExit(f"[{target}] no session to recheck: run `make mutate TARGET={target} FAMILY={family}` first")
     test_command = f"{sys.executable} -B {ROOT / 'utils' / 'mutation_testing.py'} --run-tests {target}"
+    if fast:
+        test_command += " --phase fast"  # the first phase again, with the tests added since (before the second phase)
     # The current tests, and which of them run what
     for shard in shards:
         shutil.rmtree(shard / "tests")
@@ -1129,10 +1691,14 @@ def recheck_survivors(target: str, only: str | None = None, reuse_map: bool = Fa
                 (mutation,) = item.mutations
                 if _argument(target, mutation, result) is not None:
                     continue  # argued equivalent: nothing to re-test
-                command = [sys.executable, "-m", "cosmic_ray.cli", "mutate-and-test"]
-                command += [str(mutation.module_path), mutation.operator_name, str(mutation.occurrence), test_command]
-                output = subprocess.run(command, cwd=shard, env=env, capture_output=True, text=True, check=True).stdout
-                outcome = json.loads(output)["test_outcome"]
+                if family == "semantic":
+                    outcome = _test_semantic(shard, mutation, test_command).test_outcome.value
+                else:
+                    command = [sys.executable, "-m", "cosmic_ray.cli", "mutate-and-test"]
+                    command += [str(mutation.module_path), mutation.operator_name, str(mutation.occurrence)]
+                    command += [test_command]
+                    run = subprocess.run(command, cwd=shard, env=env, capture_output=True, text=True, check=True)
+                    outcome = json.loads(run.stdout)["test_outcome"]
                 print(f"[{target}] {mutation.module_path}:{mutation.start_pos[0]} {mutation.operator_name}: {outcome}")
                 db.set_result(
                     item.job_id,
@@ -1151,8 +1717,11 @@ def recheck_survivors(target: str, only: str | None = None, reuse_map: bool = Fa
 
 
 def _argument(target: str, mutation, result) -> str | None:
-    """The one-line argument in `EQUIVALENT` for a survivor, if any."""
+    """The one-line argument in `EQUIVALENT` (or `SEMANTIC_EQUIVALENT`) for a survivor, if any."""
     name = str(Path(mutation.module_path).relative_to(Path("src/cache_crop_fix/overlay") / target))
+    if mutation.operator_name.startswith("semantic/"):
+        key = (name, mutation.operator_args["description"], mutation.operator_name)
+        return SEMANTIC_EQUIVALENT[target].get(key)
     mutated = [
         line[1:].strip()
         for line in (result.diff or "").splitlines()
@@ -1161,8 +1730,8 @@ def _argument(target: str, mutation, result) -> str | None:
     return EQUIVALENT[target].get((name, mutated[0] if mutated else "", mutation.operator_name))
 
 
-def report_only(target: str) -> int:
-    shards = sorted((BUILD / target).glob("shard*"))
+def report_only(target: str, family: str = "operator") -> int:
+    shards = sorted(_work(target, family).glob("shard*"))
     test_command = json.loads(
         re.search(r"^test-command = (.*)$", (shards[0] / "cosmic-ray.toml").read_text(), re.M).group(1)
     )
@@ -1280,6 +1849,7 @@ def report(target, shards, overlay, _skipped, baseline_seconds, exec_seconds, te
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome
 
+    family = "semantic" if shards[0].parent.name.endswith("-semantic") else "operator"
     rows = []
     skipped = dict.fromkeys(("annotation", "superseded", "operator left out", "not selected"), 0)
     pending = 0
@@ -1304,7 +1874,7 @@ def report(target, shards, overlay, _skipped, baseline_seconds, exec_seconds, te
     total = len(rows) + pending + skipped["annotation"] + skipped["superseded"] + skipped["operator left out"]
     total += skipped["not selected"]
     lines = [
-        f"# Mutation testing of `overlay/{target}` (cosmic-ray)",
+        f"# Mutation testing of `overlay/{target}` (cosmic-ray, {family} family)",
         "",
         f"Test command: `{test_command}`",
         "",
@@ -1336,16 +1906,13 @@ def report(target, shards, overlay, _skipped, baseline_seconds, exec_seconds, te
     lines += ["", "## Survivors", ""]
     for mutation, result in survived:
         name = str(mutation.module_path.relative_to(overlay))
-        mutated = [
-            line[1:].strip()
-            for line in (result.diff or "").splitlines()
-            if line.startswith("+") and not line.startswith("+++")
-        ]
-        reason = EQUIVALENT[target].get((name, mutated[0] if mutated else "", mutation.operator_name))
+        reason = _argument(target, mutation, result)
         if reason is None:
             unexplained += 1
+        description = mutation.operator_args.get("description")
         lines += [
             f"- `{name}:{mutation.start_pos[0]}` {mutation.operator_name}: "
+            + (f"{description}: " if description else "")
             + (f"equivalent: {reason}" if reason else "**unexplained**"),
             "",
             "```diff",

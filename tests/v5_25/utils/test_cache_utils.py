@@ -114,6 +114,38 @@ class CropClampTest(unittest.TestCase):
         self.assertTrue(torch.equal(cache.cross_attention_cache.layers[0].keys, _tokens(10, 5)))
         self.assertEqual(cache.get_seq_length(), max(3 + removal, 0))
 
+    def test_crops_beyond_the_window_of_a_recording_sliding_layer(self):
+        layer = DynamicSlidingWindowLayer(sliding_window=4)
+        layer.activate_past_recording()
+        layer.update(_tokens(0, 6), _tokens(0, 6))
+        # `crop(0)` keeps the `sliding_window - 1` tokens the next forward needs, in both states
+        layer.crop(0)
+        self.assertEqual([layer.keys[0, 0, :, 0].tolist(), layer.values[0, 0, :, 0].tolist()], [[4.0, 5.0, 6.0]] * 2)
+        # A partial crop keeps the `sliding_window - 1` tokens before the removed ones, in both states
+        layer.update(_tokens(6, 3), _tokens(6, 3))
+        layer.crop(-2)
+        self.assertEqual([layer.keys[0, 0, :, 0].tolist(), layer.values[0, 0, :, 0].tolist()], [[5.0, 6.0, 7.0]] * 2)
+        self.assertEqual(layer.get_seq_length(), 7)
+        # Removing more than every token empties it
+        layer.crop(-100)
+        self.assertEqual((layer.get_seq_length(), layer.keys.shape[-2], layer.values.shape[-2]), (0, 0, 0))
+        keys, values = layer.update(_tokens(10, 2), _tokens(10, 2))
+        self.assertEqual([keys[0, 0, :, 0].tolist(), values[0, 0, :, 0].tolist()], [[11.0, 12.0]] * 2)
+
+    @parameterized.expand([(-4,), (-(2**70),)])
+    def test_oversized_removal_empties_the_static_indexer(self, removal):
+        layer = StaticIndexedLayer(max_cache_len=8)
+        layer.update(_tokens(0, 3), _tokens(0, 3))
+        layer.update_indexer(_tokens(0, 3).view(1, 3, 1))
+        counter = layer.indexer_cumulative_length
+        layer.crop(removal)
+        # The indexer covers the same tokens as the key and value states: none, counted at the same static address
+        self.assertEqual(int(layer.indexer_cumulative_length), 0)
+        self.assertIs(layer.indexer_cumulative_length, counter)
+        # The next indexer keys are stored from the start
+        indexer_keys = layer.update_indexer(_tokens(10, 2).view(1, 2, 1))
+        self.assertEqual(indexer_keys[0, :2, 0].tolist(), [11.0, 12.0])
+
 
 def _recording_layer(recurrent_states_to_keep, **kwargs):
     layer = LinearAttentionLayer(**kwargs)
@@ -250,6 +282,75 @@ class LinearAttentionHistoryTest(unittest.TestCase):
         self.assertEqual(int(layer.get_seq_length()), 7 - removed)
         self.assertEqual(layer.conv_states[0][0, 0].tolist(), [6.0 - removed, 7.0 - removed])
 
+    def test_forward_after_a_partial_crop_counts_its_tokens_from_the_kept_ones(self):
+        # After a partial crop, a forward of 4 tokens with 3 per-token states: the state from before it is not a
+        # rollback point (the token after it has no state), whatever the layer held before the crop
+        layer = _recording_layer(3)
+        _forward(layer, 0, 4, 3)
+        _forward(layer, 4, 3, 3)
+        layer.crop(-1)
+        _forward(layer, 6, 4, 3)
+        with self.assertRaisesRegex(ValueError, "Cannot remove 3 of the 10 tokens"):
+            layer.crop(-3)
+        self.assertEqual((int(layer.get_seq_length()), layer.recurrent_states[0].item()), (10, 10.0))
+        layer.crop(-2)
+        self.assertEqual((int(layer.get_seq_length()), layer.recurrent_states[0].item()), (8, 8.0))
+        # and the host count followed both crops: removing the 8 tokens left is a full rollback
+        layer.crop(-8)
+        self.assertEqual((int(layer.get_seq_length()), layer.has_previous_state[0]), (0, False))
+
+    def test_crop_into_the_first_kernel_columns_pads_the_conv_states(self):
+        # Every token is still in the recorded conv states: keeping 1 token leaves 1 column, padded to the kernel size
+        # with the zeros the conv sees before the first token
+        layer = _recording_layer(3)
+        _forward(layer, 0, 3, 3)
+        _forward(layer, 3, 1, 3)
+        layer.crop(-3)
+        self.assertEqual(layer.conv_states[0][0, 0].tolist(), [0.0, 1.0])
+        self.assertEqual((int(layer.get_seq_length()), layer.recurrent_states[0].item()), (1, 1.0))
+
+    def test_recorded_conv_states_hold_the_zeros_before_a_short_prefill(self):
+        # A prefill shorter than the kernel: the next forward sees the zeros before the first token, as without recording
+        # (a batch of 3 and 2 channels, so that no other dimension has the prefill's width)
+        layer = _recording_layer(3)
+        layer.update_conv_state(_tokens(0, 6).view(3, 2, 1), conv_kernel_size=2)
+        full_conv_states = layer.update_conv_state(_tokens(6, 6).view(3, 2, 1))
+        self.assertEqual(full_conv_states[2, 1].tolist(), [0.0, 6.0, 12.0])
+
+    def test_a_crop_forgets_the_states_it_did_not_restore(self):
+        # Two tokens left, both in the conv states: only the recurrent history limits a second crop, and it is empty
+        layer = _recording_layer(3)
+        _forward(layer, 0, 1, 3)
+        _forward(layer, 1, 2, 3)
+        layer.crop(-1)
+        with self.assertRaisesRegex(ValueError, "recurrent states \\(state 0\\) can only be rolled back by 0 token"):
+            layer.crop(-1)
+        self.assertEqual((int(layer.get_seq_length()), layer.recurrent_states[0].item()), (2, 2.0))
+
+    @parameterized.expand([("fresh",), ("reset",)])
+    def test_first_forward_longer_than_the_states_kept_refuses_what_it_cannot_restore(self, history):
+        # 3 tokens, 2 per-token states: the state before the first token is not a rollback point, also after a reset
+        layer = _recording_layer(2)
+        if history == "reset":
+            _forward(layer, 0, 1, 2)
+            layer.reset()
+        _forward(layer, 20, 3, 2)
+        with self.assertRaisesRegex(ValueError, "Cannot remove 2 of the 3 tokens"):
+            layer.crop(-2)
+        layer.crop(-1)
+        self.assertEqual(layer.recurrent_states[0].item(), 22.0)
+
+    def test_reorder_cache_reorders_the_history(self):
+        # Beam search: the states to restore follow their beam
+        layer = _recording_layer(3)
+        layer.update_conv_state(torch.zeros(2, 1, 1), conv_kernel_size=2)
+        layer.update_recurrent_state(torch.tensor([[1.0], [101.0]]))
+        layer.update_conv_state(torch.zeros(2, 1, 2))
+        layer.update_recurrent_state([torch.tensor([[2.0], [102.0]]), torch.tensor([[3.0], [103.0]])])
+        layer.reorder_cache(torch.tensor([1, 0]))
+        layer.crop(-1)
+        self.assertEqual(layer.recurrent_states[0][:, 0].tolist(), [102.0, 2.0])
+
     def test_forward_longer_than_the_states_kept_refuses_what_it_cannot_restore(self):
         # 3 tokens, 2 per-token states: the state before the forward is not the one after its first token
         layer = _recording_layer(2)
@@ -300,6 +401,11 @@ class LinearAttentionHistoryTest(unittest.TestCase):
         layer = _recording_layer(3)
         for start in range(10):
             _forward(layer, start, 1, 3)
+        self.assertEqual(len(layer.recurrent_states_history[0]), 3)
+        # also when a forward hands over several states
+        layer = _recording_layer(3)
+        for start, length in ((0, 4), (4, 3), (7, 3)):
+            _forward(layer, start, length, 3)
         self.assertEqual(len(layer.recurrent_states_history[0]), 3)
         layer = LinearAttentionLayer()
         layer.activate_past_recording()

@@ -102,3 +102,12 @@ class DeepseekV4CacheCropTest(unittest.TestCase):
         self.assertEqual(assisted.tolist(), greedy.tolist())
         self.assertGreater(len(rounds), 2)
         self.assertEqual(set(rounds), {(0, True)})  # no token, no compressor state
+
+    @parameterized.expand([(DeepseekV4HCACache,), (DeepseekV4CSACache,)])
+    def test_crop_0_keeps_everything_and_removing_exactly_every_token_resets(self, cache_class):
+        layer = _filled(cache_class)
+        buffered = layer.buffer_kv["compressor"].shape[1]
+        layer.crop(0)
+        self.assertEqual((layer.get_seq_length(), layer.buffer_kv["compressor"].shape[1]), (3, buffered))
+        layer.crop(-3)
+        self.assertEqual((layer.get_seq_length(), layer.buffer_kv["compressor"]), (0, None))

@@ -41,6 +41,8 @@ class UnlimitedOcrStaticCropTest(unittest.TestCase):
         layer.update(_tokens(2, 1), _tokens(2, 1))  # a decoded token
         layer.crop(removal)
         self.assertEqual(layer.get_seq_length(), kept)
+        # The freed sliding slot is cleared: the layer holds what a layer that only saw the kept tokens holds
+        self.assertEqual((layer.keys.count_nonzero().item(), layer.values.count_nonzero().item()), (0, 0))
         # The next tokens fill the prefill again, after the kept ones
         layer.update(_tokens(10, 2 - kept), _tokens(10, 2 - kept))
         self.assertEqual(layer.get_seq_length(), 2)
