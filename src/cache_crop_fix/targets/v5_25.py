@@ -35,9 +35,8 @@ import torch
 from transformers.cache_utils import LinearAttentionLayer
 layer = LinearAttentionLayer()
 layer.activate_past_recording(recurrent_states_to_keep=2)  # assisted decoding: N = 2 drafts
-states = [torch.full((1, 1), float(t)) for t in range(1, 4)]  # the state after each of 3 tokens
-layer.update_conv_state(torch.zeros(1, 1, 3), conv_kernel_size=2)
-layer.update_recurrent_state(states[-2:])  # the model hands over the last N per-token states
+layer.update_conv_state(torch.zeros(1, 1, 3), conv_kernel_size=2)  # a forward of 3 tokens
+layer.update_recurrent_state([torch.full((1, 1), 2.0), torch.full((1, 1), 3.0)])  # the states after its last N
 layer.crop(-2)  # all drafts rejected: the state after the first token is needed
 print(layer.recurrent_states[0])  # 5.25.0: tensor([[0.]]) (from before the forward). With this PR: ValueError
 ```"""
@@ -127,7 +126,7 @@ STEPS = (
             "`recurrent_states_to_keep` states per state (one list each), is cleared by `reset` and restored in "
             "place. `crop` clamps, and refuses before anything changes what it cannot undo (`Cache.crop` asks every "
             "layer first). Assisted decoding records `candidate_length + 1` states each round, and the assistant "
-            "its drafts (the heuristic schedule outgrew the first round's count: `IndexError`).\n\n"
+            "its drafts (the heuristic schedule outgrew the first round's count: `IndexError`). "
             "State-level evidence: assisted decoding and prompt lookup with tiny hybrid and SSM main models of 14 "
             "families (6 modes each), every cache layer compared after every round with a fresh forward over the "
             "kept tokens: 69 of 86 cases fail on 5.25.0 (46 wrong states with the right tokens, 8 wrong tokens, 15 "
@@ -201,18 +200,22 @@ STEPS = (
     Step(
         "step6_deepseek",
         "6-deepseek",
-        "Refuse partial `crop` on DeepSeek-V4's compressed-attention caches",
+        "Refuse partial `crop` on DeepSeek-V4's compressed-attention caches, and empty them as assistant caches",
         tests=("DeepseekV4CacheCropTest",),
         summary=(
-            "`DeepseekV4HCACache` and `DeepseekV4CSACache` say they cannot be cropped (`is_croppable = False`, so "
-            "`generate` never rolls them back), but a direct `crop(-k)` cut their sliding window and kept the "
-            "compressor buffers and compressed entries of the removed tokens: the next forward compressed stale "
-            "states.\n\n"
+            "`DeepseekV4HCACache` and `DeepseekV4CSACache` say they cannot be cropped (`is_croppable = False`), but "
+            "`crop(-k)` cut their sliding window and kept the compressor buffers and compressed entries of the removed "
+            "tokens: the next forward compressed stale states. `generate` crops them as an assistant's cache after "
+            "every round (5.25.0 then fails with a `RuntimeError`).\n\n"
             + DEEPSEEK_REPRODUCTION
-            + "\n\nA partial crop now raises a `ValueError` before anything changes, and removing every token "
-            "resets the layer (it emptied only the window)."
+            + "\n\nA partial crop now raises a `ValueError` before anything changes, removing every token resets the "
+            "layer (it emptied only the window), and the candidate generator empties an assistant cache that cannot be "
+            "cropped, so that the assistant encodes the sequence again (a one-statement change of `get_candidates`)."
         ),
-        behaviour_changes=("Partial crops of DeepSeek-V4's caches raise; full rollbacks reset them.",),
+        behaviour_changes=(
+            "Partial crops of DeepSeek-V4's caches raise; full rollbacks reset them. A DeepSeek-V4 assistant encodes "
+            "the sequence again every round (it failed at the first).",
+        ),
     ),
 )
 
