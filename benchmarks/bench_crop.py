@@ -1158,8 +1158,10 @@ def write_section(report: Path, body: list[str]) -> None:
     sections[TARGET.name] = section
     # What follows the last target section stays; a page from before the target sections keeps only its other
     # scripts' sections (from their first marker on)
+    # (this target's old section too: when it is the last one, what follows it is the tail, not the section itself)
     last_end = max(
-        (text.rfind(section_markers(target)[1]) for target in sections if target != TARGET.name), default=-1
+        (text.rfind(section_markers(target)[1]) for target in SECTION_ORDER if section_markers(target)[1] in text),
+        default=-1,
     )
     if last_end >= 0:
         tail = text[last_end:].split("\n", 1)[1] if "\n" in text[last_end:] else ""
