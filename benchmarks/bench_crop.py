@@ -29,11 +29,12 @@ from pathlib import Path
 
 import torch
 from torch.profiler import ProfilerActivity, profile
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import cache_crop_fix
 import transformers
 from cache_crop_fix.targets import target_for
-from transformers import LlamaConfig, LlamaForCausalLM, MistralConfig, PreTrainedConfig, cache_utils
+from transformers import LlamaConfig, LlamaForCausalLM, MistralConfig, PreTrainedConfig, StaticCache, cache_utils
 from transformers.cache_utils import Cache, DynamicCache
 
 
@@ -154,6 +155,30 @@ def set_variant(variant: str) -> None:
 def rotated(items: tuple[str, ...], shift: int) -> tuple[str, ...]:
     shift %= len(items)
     return items[shift:] + items[:shift]
+
+
+class SyncCounter(TorchDispatchMode):
+    """Counts the host syncs dispatched while active: `aten._local_scalar_dense`, what `.item()`, `int(t)` and
+    `bool(t)` of a tensor dispatch to (on CPU it does not wait, but it is the op that waits for an accelerator)."""
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func is torch.ops.aten._local_scalar_dense.default:
+            self.count += 1
+        return func(*args, **(kwargs or {}))
+
+
+def count_syncs(crop, arg) -> int | str:
+    """The host syncs of one `crop(arg)` call (untimed), or the name of the error it raised."""
+    try:
+        with SyncCounter() as counter:
+            crop(arg)
+    except Exception as error:  # stock static layers have no `crop`
+        return type(error).__name__
+    return counter.count
 
 
 def rss_bytes() -> int:
@@ -288,6 +313,7 @@ def measure_latency(sizes: Sizes, log) -> dict:
 
     samples = defaultdict(list)  # (kind, layers, seq, op, variant) -> µs per call, one per round
     results = {}  # (kind, layers, seq, op, variant) -> what the cache holds after the crop
+    syncs = {}  # (kind, layers, seq, op, variant) -> host syncs of one crop (round 0, untimed)
     for round_idx in range(sizes.rounds):
         start = time.perf_counter()
         gc.collect()
@@ -311,6 +337,9 @@ def measure_latency(sizes: Sizes, log) -> dict:
                     key = (group.kind, group.layers, group.seq, op, variant)
                     samples[key].append(fastest / 1e3 / len(group.caches))
                     if round_idx == 0:
+                        if variant != "floor":
+                            group.restore()
+                            syncs[key] = count_syncs(group.caches[0].crop, arg)
                         results[key] = group.result()
         log(f"  latency round {round_idx + 1}/{sizes.rounds}: {time.perf_counter() - start:.1f} s")
     # What the untimed ops do to a hybrid cache (a fresh one each time: a full rollback may zero states in place)
@@ -324,7 +353,35 @@ def measure_latency(sizes: Sizes, log) -> dict:
     cache_crop_fix.apply()
     for group in groups:
         group.restore()
-    return {"samples": samples, "results": results, "tensors": tensors}
+    return {"samples": samples, "results": results, "syncs": syncs, "tensors": tensors}
+
+
+def measure_syncs() -> dict:
+    """Host syncs per `Cache.crop` call of small dynamic and static caches (8 layers, 10 tokens), stock and fixed,
+    with plain int arguments and with a 0-d tensor (as `generate` passes)."""
+    config = {"hidden_size": 8, "num_attention_heads": 1, "num_key_value_heads": 1, "head_dim": 1}
+    makers = {
+        "DynamicCache()": DynamicCache,
+        "StaticCache": lambda: StaticCache(config=MistralConfig(num_hidden_layers=8, **config), max_cache_len=16),
+        "StaticCache (sliding window)": lambda: StaticCache(
+            config=MistralConfig(num_hidden_layers=8, sliding_window=16, **config), max_cache_len=16
+        ),
+    }
+    states = torch.arange(10, dtype=DTYPE).reshape(1, 1, 10, 1)
+    counts = {}
+    for variant in ("stock", "fixed"):
+        set_variant(variant)
+        for name, make in makers.items():
+            for op, arg in SYNC_OPS:
+                cache = make()
+                for layer_idx in range(8):
+                    cache.update(states, states, layer_idx)
+                counts[(name, op, variant)] = count_syncs(cache.crop, torch.tensor(arg) if "tensor" in op else arg)
+    cache_crop_fix.apply()
+    return counts
+
+
+SYNC_OPS = [("crop(0)", 0), ("crop(-1)", -1), ("crop(-L-1)", -11), ("crop(tensor(-1))", -1)]
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -629,15 +686,17 @@ def verdict(ok: bool) -> str:
     return "met" if ok else "**missed**"
 
 
-def latency_rows(samples: dict, kind: str, layers: int, seq: int, ops: list[str]) -> list[str]:
+def latency_rows(samples: dict, syncs: dict, kind: str, layers: int, seq: int, ops: list[str]) -> list[str]:
     rows = []
     for op in ops:
         stock, fixed, floor = (samples[(kind, layers, seq, op, v)] for v in VARIANTS)
         if not fixed:
             continue
         per_layer = [value / layers for value in fixed]
+        stock_syncs, fixed_syncs = (syncs.get((kind, layers, seq, op, v), "–") for v in ("stock", "fixed"))
         rows.append(
-            f"| {kind} | {layers} | {seq} | `{op}` | {fmt(stock)} | {fmt(fixed)} | {fmt(floor)} | "
+            f"| {kind} | {layers} | {seq} | `{op}` | {fmt(stock)} | {fmt(fixed)} | {stock_syncs} | {fixed_syncs} | "
+            f"{fmt(floor)} | "
             f"{fmt(per_layer, 2)} | {fmt(paired_ratios(fixed, stock), 3)} | {fmt(paired_ratios(fixed, floor), 3)} | "
             f"{fmt(paired_ratios(stock, floor), 3)} |"
         )
@@ -645,9 +704,9 @@ def latency_rows(samples: dict, kind: str, layers: int, seq: int, ops: list[str]
 
 
 LATENCY_HEADER = [
-    "| cache | layers | tokens | op | stock µs/call | fixed µs/call | floor µs/call | fixed µs/layer | fixed/stock "
-    "| fixed/floor | stock/floor |",
-    "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+    "| cache | layers | tokens | op | stock µs/call | fixed µs/call | stock syncs/call | fixed syncs/call "
+    "| floor µs/call | fixed µs/layer | fixed/stock | fixed/floor | stock/floor |",
+    "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
 ]
 
 
@@ -711,7 +770,7 @@ def write_plot(latency: dict, sizes: Sizes, path: Path) -> str | None:
 
 
 def write_report(args, sizes: Sizes, latency, breakdown, zero_copy, e2e, imports, runtime, plot_note, out) -> None:
-    samples, results = latency["samples"], latency["results"]
+    samples, results, syncs = latency["samples"], latency["results"], latency["syncs"]
     slice_ns = next((ns for _, label, ns in breakdown["pieces"] if label.startswith("one view slice")), float("nan"))
     partial_ops = ["crop(-1)", "crop(-4)", "crop(-L-1)"]
     mid_layers = 32 if 32 in sizes.layer_counts else sizes.layer_counts[-1]
@@ -745,6 +804,25 @@ def write_report(args, sizes: Sizes, latency, breakdown, zero_copy, e2e, imports
         method: paired_ratios(throughput[(method, "fixed")], throughput[(method, "stock")]) for method in E2E_METHODS
     }
     worst_e2e = min(median(e2e_ratios[method]) for method in ("assisted", "prompt_lookup"))
+    # Issue 21: per call no slower than stock, and no host sync for `crop(0)` (at most one per rollback)
+    per_call_seq = 4096 if 4096 in sizes.seq_lengths else last_seq
+    per_call_keys = [
+        (layers, op) for layers in (1, 32) if layers in sizes.layer_counts for op in ("crop(0)", "crop(-1)")
+    ]
+    per_call_keys = per_call_keys or [(sizes.layer_counts[0], op) for op in ("crop(0)", "crop(-1)")]
+    per_call = {
+        (layers, op): median(
+            paired_ratios(
+                samples[("dynamic", layers, per_call_seq, op, "fixed")],
+                samples[("dynamic", layers, per_call_seq, op, "stock")],
+            )
+        )
+        for layers, op in per_call_keys
+    }
+    sync_table = latency["sync_table"]
+    fixed_syncs = {key: count for key, count in sync_table.items() if key[2] == "fixed"}
+    zero_syncs_ok = all(count == 0 for (_, op, _), count in fixed_syncs.items() if op == "crop(0)")
+    one_sync_ok = all(isinstance(count, int) and count <= 1 for count in fixed_syncs.values())
 
     v5_14 = TARGET.name == "v5_14"
     lines = []
@@ -769,6 +847,16 @@ def write_report(args, sizes: Sizes, latency, breakdown, zero_copy, e2e, imports
         f"{'same storage, 0 B allocated' if zero_copy_ok else 'copies seen'} | {verdict(zero_copy_ok)} |",
         f"| assisted and prompt-lookup decoding throughput fixed/stock ≥ 0.98 (worst median) | {worst_e2e:.3f} "
         f"| {verdict(worst_e2e >= 0.98)} |",
+        *[
+            f"| fixed/stock per-call ratio ≤ 1.00, `{op}`, {layers} layer(s), {per_call_seq} tokens (issue 21) "
+            f"| {ratio:.3f} | {verdict(ratio <= 1.00)} |"
+            for (layers, op), ratio in per_call.items()
+            if v5_14  # the 5.14 target of issue 21
+        ],
+        f"| fixed `crop(0)` makes no host sync, on every cache of *Host syncs* (issue 21) "
+        f"| {'none' if zero_syncs_ok else 'syncs seen'} | {verdict(zero_syncs_ok)} |",
+        f"| fixed rollbacks make at most one host sync per call (issue 21) "
+        f"| {'at most one' if one_sync_ok else 'more seen'} | {verdict(one_sync_ok)} |",
         "",
         "The per-call and floor ratios are over `crop(-1)`, `crop(-4)` and `crop(-L-1)` at every sequence length. "
         "*Where the fixed path spends its time* below shows what the fixed path does beyond the floor.",
@@ -838,19 +926,19 @@ def write_report(args, sizes: Sizes, latency, breakdown, zero_copy, e2e, imports
     ]
     for layers in sizes.layer_counts:
         for seq in sizes.seq_lengths:
-            lines += latency_rows(samples, "dynamic", layers, seq, partial_ops)
+            lines += latency_rows(samples, syncs, "dynamic", layers, seq, partial_ops)
     zero_heading = (
         "fixed: empties the cache and warns; stock: keeps everything" if v5_14 else "removes nothing, in both"
     )
     lines += ["", f"### `crop(0)` ({zero_heading})", "", *LATENCY_HEADER]
     for layers in sizes.layer_counts:
         for seq in sizes.seq_lengths:
-            lines += latency_rows(samples, "dynamic", layers, seq, ["crop(0)"])
+            lines += latency_rows(samples, syncs, "dynamic", layers, seq, ["crop(0)"])
     lines += ["", "### Sliding-window and hybrid caches", "", *LATENCY_HEADER]
     for seq in sizes.sliding_seq_lengths:
-        lines += latency_rows(samples, "sliding", sizes.sliding_layers, seq, [*partial_ops, "crop(0)"])
+        lines += latency_rows(samples, syncs, "sliding", sizes.sliding_layers, seq, [*partial_ops, "crop(0)"])
     for seq in sizes.hybrid_seq_lengths:
-        lines += latency_rows(samples, "hybrid", sizes.hybrid_layers, seq, ["crop(-1)", "crop(-4)"])
+        lines += latency_rows(samples, syncs, "hybrid", sizes.hybrid_layers, seq, ["crop(-1)", "crop(-4)"])
     lines += [
         "",
         "Hybrid layers are timed for `crop(-1)` and `crop(-4)` only, the crops that both versions do. "
@@ -883,6 +971,22 @@ def write_report(args, sizes: Sizes, latency, breakdown, zero_copy, e2e, imports
             cells.append("–" if stock is None else f"{stock} / {fixed}")
         lines.append(f"| {kind} | {layers} | {seq} | " + " | ".join(cells) + " |")
 
+    lines += [
+        "",
+        "### Host syncs",
+        "",
+        "Host syncs per `Cache.crop` call (`aten._local_scalar_dense`, what `.item()`, `int(t)` and `bool(t)` "
+        "dispatch to: on an accelerator each waits for the device), counted with a `TorchDispatchMode` around one "
+        "untimed call; the *syncs/call* columns above are counted the same way. Caches of 8 layers holding 10 tokens "
+        "(static: `max_cache_len=16`); `crop(tensor(-1))` passes a 0-d tensor, as `generate` does, which is read "
+        "once. Stock / fixed:",
+        "",
+        "| cache | " + " | ".join(f"`{op}`" for op, _ in SYNC_OPS) + " |",
+        "|---|" + "---|" * len(SYNC_OPS),
+    ]
+    for name in dict.fromkeys(name for name, _, _ in sync_table):
+        cells = [f"{sync_table[(name, op, 'stock')]} / {sync_table[(name, op, 'fixed')]}" for op, _ in SYNC_OPS]
+        lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
     lines += [
         "",
         "### Where the fixed path spends its time",
@@ -1054,8 +1158,10 @@ def write_section(report: Path, body: list[str]) -> None:
     sections[TARGET.name] = section
     # What follows the last target section stays; a page from before the target sections keeps only its other
     # scripts' sections (from their first marker on)
+    # (this target's old section too: when it is the last one, what follows it is the tail, not the section itself)
     last_end = max(
-        (text.rfind(section_markers(target)[1]) for target in sections if target != TARGET.name), default=-1
+        (text.rfind(section_markers(target)[1]) for target in SECTION_ORDER if section_markers(target)[1] in text),
+        default=-1,
     )
     if last_end >= 0:
         tail = text[last_end:].split("\n", 1)[1] if "\n" in text[last_end:] else ""
@@ -1111,6 +1217,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     log("Cache.crop latency (stock / fixed / floor, interleaved)")
     latency = measure_latency(sizes, log)
+    log("host syncs")
+    latency["sync_table"] = measure_syncs()
     log("fixed path breakdown")
     breakdown = measure_breakdown(sizes)
     log("zero-copy")

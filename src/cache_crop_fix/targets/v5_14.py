@@ -118,8 +118,9 @@ STEPS = (
             "LayerLevelEdgeCasesTest",
         ),
         summary=(
-            "Static layers had no `crop`. They now crop by rewinding their write position in place (freed slots are "
-            "zeroed, tensor addresses are kept for compiled graphs). Unlike #45745 and #44893, which reviewers "
+            "Static layers had no `crop`. They now crop by rewinding their write position in place, without a host "
+            "sync (tensor addresses are kept for compiled graphs; the freed slots are hidden by the causal mask until "
+            "the next update overwrites them). Unlike #45745 and #44893, which reviewers "
             "objected to because they broke sliding windows, a static sliding-window layer refuses a partial crop "
             "once its window wrapped around, and allows a full rollback."
         ),

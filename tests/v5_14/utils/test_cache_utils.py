@@ -523,6 +523,40 @@ def _static_buffer(length, max_cache_len=MAX_CACHE_LEN):
     return buffer
 
 
+# The buffers of the static layers whose `crop` only moves their write position back (no device sync): the slots at or
+# beyond it keep stale states, which the causal mask hides and the next update overwrites. Attribute: (counter, axis)
+_REWOUND_BUFFERS = {
+    "keys": ("cumulative_length", 2),
+    "values": ("cumulative_length", 2),
+    "indexer_keys": ("indexer_cumulative_length", 1),
+    "idx_keys": ("idx_cumulative_length", 2),
+}
+
+
+def _shown(layer, name, tensor=None):
+    """
+    The buffer `name` of `layer` (or `tensor`, a buffer `update` returned) as attention sees it: for static layers
+    (sliding-window ones excepted: they empty the freed slots) the slots at or beyond the write position are emptied.
+    """
+    tensor = getattr(layer, name) if tensor is None else tensor
+    if tensor is None or not isinstance(layer, StaticLayer) or isinstance(layer, StaticSlidingWindowLayer):
+        return tensor
+    counter, axis = _REWOUND_BUFFERS[name]
+    count = int(getattr(layer, counter).reshape(-1)[0])
+    index = torch.arange(tensor.shape[axis]).reshape([-1] + [1] * (tensor.dim() - axis - 1))
+    return tensor.masked_fill(index >= count, 0)
+
+
+def _shown_snapshot(cache):
+    """`_full_snapshot` with the static buffers as attention sees them (see `_shown`)."""
+    snapshot = _full_snapshot(cache)
+    for layer, attributes in zip(cache.layers, snapshot):
+        for name in _REWOUND_BUFFERS:
+            if isinstance(attributes.get(name), torch.Tensor):
+                attributes[name] = _shown(layer, name)
+    return snapshot
+
+
 def _update(cache, start, length, layer_idx=0):
     """Appends the tokens `start ... start + length - 1` to the attention part of a layer (and its side tensors)."""
     keys = _codes(start, length)
@@ -599,13 +633,13 @@ class StaticLayersCropTest(CropTestMixin, unittest.TestCase):
     def assertStaticLayerHolds(self, layer, num_tokens):
         self.assertEqual(int(layer.get_seq_length()), num_tokens)
         self.assertEqual(int(layer.cumulative_length), num_tokens)
-        # The freed slots are emptied: the layer holds what a fresh layer given the kept tokens would
-        self.assertExact(layer.keys, _static_buffer(num_tokens))
-        self.assertExact(layer.values, -_static_buffer(num_tokens))
+        # Attention sees what a fresh layer given the kept tokens holds (the freed slots are hidden, see `_shown`)
+        self.assertExact(_shown(layer, "keys"), _static_buffer(num_tokens))
+        self.assertExact(_shown(layer, "values"), -_static_buffer(num_tokens))
         self.assertEqual(layer.get_mask_sizes(1), (MAX_CACHE_LEN, 0))
         if isinstance(layer, StaticIndexedLayer):
             self.assertEqual(int(layer.indexer_cumulative_length), num_tokens)
-            self.assertExact(layer.indexer_keys, _static_buffer(num_tokens)[:, 0])
+            self.assertExact(_shown(layer, "indexer_keys"), _static_buffer(num_tokens)[:, 0])
 
     @parameterized.expand(
         [
@@ -631,8 +665,8 @@ class StaticLayersCropTest(CropTestMixin, unittest.TestCase):
         )
 
         keys, values = _update(cache, expected_length, 2)
-        self.assertExact(keys, _static_buffer(expected_length + 2))
-        self.assertExact(values, -_static_buffer(expected_length + 2))
+        self.assertExact(_shown(layer, "keys", keys), _static_buffer(expected_length + 2))
+        self.assertExact(_shown(layer, "values", values), -_static_buffer(expected_length + 2))
         self.assertStaticLayerHolds(layer, expected_length + 2)
 
     def test_static_cache_from_config(self):
@@ -1002,13 +1036,13 @@ class HybridCropChecks(CropTestMixin):
             self.assertEqual(layer.get_mask_sizes(query_length), reference_layer.get_mask_sizes(query_length))
         self.assertEqual(layer.has_previous_state[0], num_tokens > 0)
         if num_tokens:
-            self.assertExact(layer.keys, reference_layer.keys)
+            self.assertExact(_shown(layer, "keys"), _shown(reference_layer, "keys"))
             self.assertExact(layer.conv_states[0][..., -KERNEL:], reference_layer.conv_states[0][..., -KERNEL:])
         (conv_states,) = _feed(cache, num_tokens, 2, linear)
         (expected_conv_states,) = _feed(reference, num_tokens, 2, linear)
         self.assertExact(conv_states[..., -KERNEL:], expected_conv_states[..., -KERNEL:])
-        self.assertExact(layer.keys, reference_layer.keys)
-        self.assertExact(layer.values, reference_layer.values)
+        self.assertExact(_shown(layer, "keys"), _shown(reference_layer, "keys"))
+        self.assertExact(_shown(layer, "values"), _shown(reference_layer, "values"))
         self.assertEqual(layer.get_mask_sizes(1), reference_layer.get_mask_sizes(1))
         self.assertEqual(int(layer.get_seq_length()), num_tokens + 2)
 
@@ -1150,14 +1184,14 @@ class MiniMaxM3VLCropTest(CropTestMixin, unittest.TestCase):
             self.assertExact(layer.keys, _codes(0, expected_length))
             self.assertExact(layer.idx_keys, _codes(0, expected_length))
         else:
-            self.assertExact(layer.keys, _static_buffer(expected_length))
-            self.assertExact(layer.idx_keys, _static_buffer(expected_length))
+            self.assertExact(_shown(layer, "keys"), _static_buffer(expected_length))
+            self.assertExact(_shown(layer, "idx_keys"), _static_buffer(expected_length))
             self.assertEqual(int(layer.idx_cumulative_length), expected_length)
 
         _update(cache, expected_length, 2)
         expected = _codes(0, expected_length + 2) if name == "dynamic" else _static_buffer(expected_length + 2)
-        self.assertExact(layer.keys, expected)
-        self.assertExact(layer.idx_keys, expected)
+        self.assertExact(_shown(layer, "keys"), expected)
+        self.assertExact(_shown(layer, "idx_keys"), expected)
 
 
 @require_torch
@@ -1400,10 +1434,10 @@ class LayerLevelOversizedCropTest(CropTestMixin, unittest.TestCase):
         ):
             if hasattr(reference_layer, attribute):
                 self.assertEqual(int(getattr(layer, attribute)), 0, attribute)
-        # The next update sees only the new tokens, and leaves the layer exactly like the fresh one
-        for got, expected in zip(_update(cache, 0, 2), _update(reference, 0, 2)):
-            self.assertExact(got, expected)
-        self.assertSameState(_full_snapshot(cache), _full_snapshot(reference), "cache")
+        # The next update sees only the new tokens, and leaves the layer like the fresh one (as attention sees it)
+        for name, got, expected in zip(("keys", "values"), _update(cache, 0, 2), _update(reference, 0, 2)):
+            self.assertExact(_shown(layer, name, got), _shown(reference_layer, name, expected))
+        self.assertSameState(_shown_snapshot(cache), _shown_snapshot(reference), "cache")
 
     @parameterized.expand(
         [(name, 3, argument) for name in ATTENTION_LAYERS for argument in (-3, -5, -100, 0)]

@@ -90,6 +90,10 @@ class Cache:
                 Keyword alias of `max_length` with its meaning from transformers 5.15 on, where it replaces
                 `max_length`: a negative value removes that many tokens, and `0` removes nothing.
         """
+        # A plain negative int (`crop(-k)`, as assisted decoding passes) needs no conversion and no warning
+        if type(max_length) is int and max_length < 0 and tokens_to_remove is None:
+            self._crop(max_length)
+            return
         max_length = _check_crop_argument(max_length, tokens_to_remove)
         if max_length is not None:
             self._crop(max_length)

@@ -181,10 +181,54 @@ class LinearAttentionAndSlidingWindowAttentionLayer:
         LinearAttentionLayer.crop(self, max_length)
 
 
+def _crop_dynamic_layers(layers: list, max_length: int) -> None:
+    """
+    Crops plain `DynamicLayer`s with an already validated `max_length`, exactly as their own `crop` would (after
+    [`Cache._check_crop`]: they can always be cropped, each by its own length), with the checks paid once per call.
+    """
+    if max_length < 0:
+        # A stop before the first token gives an empty slice; a huge one is capped (slicing takes int64)
+        stop = max(max_length, -(2**62))
+        for layer in layers:
+            # Nothing to do if the layer holds no tokens (never updated, e.g. with KV sharing)
+            if layer.is_initialized and layer.keys.numel():
+                layer.keys = layer.keys[..., :stop, :]
+                layer.values = layer.values[..., :stop, :]
+    elif max_length == 0:
+        # A full rollback: layers alike (same shapes, dtype and device) get the same empty key and value states (new
+        # ones, so that the old states are freed now, not at the next `update`). Dynamic layers never write their
+        # states in place, so sharing them is safe, and a full rollback costs two allocations, not two per layer
+        empty = {}
+        for layer in layers:
+            if layer.is_initialized and layer.keys.numel():
+                keys, values = layer.keys, layer.values
+                signature = (keys.shape, values.shape, keys.dtype, values.dtype, keys.device)
+                states = empty.get(signature)
+                if states is None:
+                    states = empty[signature] = (
+                        keys.new_empty((*keys.shape[:-2], 0, keys.shape[-1])),
+                        values.new_empty((*values.shape[:-2], 0, values.shape[-1])),
+                    )
+                layer.keys, layer.values = states
+    else:
+        for layer in layers:
+            if layer.get_seq_length() > max_length:
+                layer.keys = layer.keys[..., :max_length, :]
+                layer.values = layer.values[..., :max_length, :]
+
+
 class Cache:
     def _crop(self, max_length: int) -> None:
         """Crop every layer with an already validated `max_length`, after checking that all of them can be cropped."""
-        for layer, layer_max_length in zip(self.layers, self._check_crop(max_length)):
+        layers = self.layers
+        for layer in layers:
+            if type(layer) is not DynamicLayer:
+                break
+        else:
+            # The common case (`DynamicCache()`): plain dynamic layers never refuse a crop
+            _crop_dynamic_layers(layers, max_length)
+            return
+        for layer, layer_max_length in zip(layers, self._check_crop(max_length)):
             if layer_max_length is not None:
                 layer.crop(layer_max_length)
 

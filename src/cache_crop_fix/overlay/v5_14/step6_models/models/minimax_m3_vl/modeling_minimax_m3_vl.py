@@ -32,8 +32,7 @@ class MiniMaxM3VLSparseStaticCacheLayer:
                 the layer. Otherwise, the absolute number of tokens to keep (`0` empties the layer).
         """
         super().crop(max_length)
-        new_length = int(self.get_seq_length())
-        index_length = int(self.idx_cumulative_length)
-        if self.idx_keys is not None and index_length > new_length:
-            self.idx_keys[:, :, new_length:index_length].zero_()
-            self.idx_cumulative_length.fill_(new_length)
+        # In place and without reading either write position on the host (no device synchronization); the freed index
+        # slots are hidden by the indexer's causal masking until the next `update_index` overwrites them
+        if self.idx_keys is not None:
+            self.idx_cumulative_length.clamp_(max=self.cumulative_length)
