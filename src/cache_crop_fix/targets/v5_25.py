@@ -145,7 +145,7 @@ STEPS = (
         "step3_refuse",
         "3-refuse",
         "Refuse `crop` on attention layers that cannot put their states back",
-        tests=("RefusedCropTest",),
+        tests=("RefusedCropTest", "EncoderDecoderCacheCropTest"),
         summary=(
             "A crop must leave a layer as if it had only seen the kept tokens, or refuse before anything changes. Three "
             "attention layers silently keep other tokens instead: a recording `DynamicSlidingWindowLayer` after "
@@ -156,7 +156,8 @@ STEPS = (
             + REFUSE_REPRODUCTION
             + "\n\nThey now raise a `ValueError` that says what can be "
             "removed instead, and `Cache.crop` asks every layer before cropping any. Removing every token is always "
-            "possible on the sliding windows."
+            "possible on the sliding windows. (`EncoderDecoderCacheCropTest` pins that `crop`, `crop(0)` included, "
+            "touches only the self-attention part of an encoder-decoder cache.)"
         ),
         behaviour_changes=(
             "These crops raise a `ValueError` instead of keeping wrong tokens; `crop(0)` of a full, non-recording "

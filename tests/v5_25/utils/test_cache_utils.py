@@ -71,80 +71,34 @@ CLAMP_LAYERS = {
 
 @require_torch
 class CropClampTest(unittest.TestCase):
-    @parameterized.expand([(name, removal) for name in CLAMP_LAYERS for removal in (-4, -(2**70))])
-    def test_oversized_removal_empties_the_layer(self, name, removal):
+    @parameterized.expand([(name, removal) for name in CLAMP_LAYERS for removal in (-1, -4, -(2**70))])
+    def test_removal_is_clamped_to_what_the_layer_holds(self, name, removal):
         layer = CLAMP_LAYERS[name]()
         layer.update(_tokens(0, 3), _tokens(0, 3))
-        counter = getattr(layer, "cumulative_length", None)
+        indexed = hasattr(layer, "update_indexer")
+        if indexed:
+            layer.update_indexer(_tokens(0, 3).view(1, 3, 1))
+        # The static counters are static addresses (`torch._dynamo.mark_static_address`): they move in place
+        counters = {
+            name: getattr(layer, name)
+            for name in ("cumulative_length", "indexer_cumulative_length")
+            if isinstance(getattr(layer, name, None), torch.Tensor)
+        }
+        addresses = {name: counter.data_ptr() for name, counter in counters.items()}
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             layer.crop(removal)
-        self.assertEqual(int(layer.get_seq_length()), 0)
-        if isinstance(counter, torch.Tensor):
-            self.assertIs(layer.cumulative_length, counter)  # a static address, moved in place
-        # The next tokens are stored from the start
+        kept = max(3 + removal, 0)
+        self.assertEqual(int(layer.get_seq_length()), kept)
+        for name, counter in counters.items():
+            self.assertIs(getattr(layer, name), counter)
+            self.assertEqual(counter.data_ptr(), addresses[name])
+        # The next tokens are stored after the kept ones, in the indexer too
         keys, _ = layer.update(_tokens(10, 2), _tokens(10, 2))
-        self.assertEqual(int(layer.get_seq_length()), 2)
-        self.assertEqual(keys[0, 0, :2, 0].tolist(), [11.0, 12.0])
-
-    @parameterized.expand([(name, removal) for name in ("static", "static_indexed") for removal in (-1, -4)])
-    def test_static_counters_move_in_place(self, name, removal):
-        # `cumulative_length` and the indexer's counter are static addresses (`torch._dynamo.mark_static_address`)
-        layer = CLAMP_LAYERS[name]()
-        layer.update(_tokens(0, 3), _tokens(0, 3))
-        counters = [layer.cumulative_length]
-        if name == "static_indexed":
-            layer.update_indexer(torch.ones(1, 3, 4))
-            counters.append(layer.indexer_cumulative_length)
-        addresses = [counter.data_ptr() for counter in counters]
-        layer.crop(removal)
-        for counter, address, attribute in zip(
-            counters, addresses, ("cumulative_length", "indexer_cumulative_length")
-        ):
-            self.assertIs(getattr(layer, attribute), counter)
-            self.assertEqual((counter.data_ptr(), int(counter)), (address, max(3 + removal, 0)))
-
-    @parameterized.expand([(0,), (-2,), (-100,)])
-    def test_encoder_decoder_cache_crops_only_the_self_attention_tokens(self, removal):
-        cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
-        cache.self_attention_cache.update(_tokens(0, 3), _tokens(0, 3), layer_idx=0)
-        cache.cross_attention_cache.update(_tokens(10, 5), _tokens(10, 5), layer_idx=0)
-        cache.crop(removal)
-        self.assertTrue(torch.equal(cache.self_attention_cache.layers[0].keys, _tokens(0, max(3 + removal, 0))))
-        self.assertTrue(torch.equal(cache.cross_attention_cache.layers[0].keys, _tokens(10, 5)))
-        self.assertEqual(cache.get_seq_length(), max(3 + removal, 0))
-
-    def test_crops_beyond_the_window_of_a_recording_sliding_layer(self):
-        layer = DynamicSlidingWindowLayer(sliding_window=4)
-        layer.activate_past_recording()
-        layer.update(_tokens(0, 6), _tokens(0, 6))
-        # `crop(0)` keeps the `sliding_window - 1` tokens the next forward needs, in both states
-        layer.crop(0)
-        self.assertEqual([layer.keys[0, 0, :, 0].tolist(), layer.values[0, 0, :, 0].tolist()], [[4.0, 5.0, 6.0]] * 2)
-        # A partial crop keeps the `sliding_window - 1` tokens before the removed ones, in both states
-        layer.update(_tokens(6, 3), _tokens(6, 3))
-        layer.crop(-2)
-        self.assertEqual([layer.keys[0, 0, :, 0].tolist(), layer.values[0, 0, :, 0].tolist()], [[5.0, 6.0, 7.0]] * 2)
-        self.assertEqual(layer.get_seq_length(), 7)
-        # Removing more than every token empties it
-        layer.crop(-100)
-        self.assertEqual((layer.get_seq_length(), layer.keys.shape[-2], layer.values.shape[-2]), (0, 0, 0))
-        keys, values = layer.update(_tokens(10, 2), _tokens(10, 2))
-        self.assertEqual([keys[0, 0, :, 0].tolist(), values[0, 0, :, 0].tolist()], [[11.0, 12.0]] * 2)
-
-    @parameterized.expand([(-4,), (-(2**70),)])
-    def test_oversized_removal_empties_the_static_indexer(self, removal):
-        layer = StaticIndexedLayer(max_cache_len=8)
-        layer.update(_tokens(0, 3), _tokens(0, 3))
-        layer.update_indexer(_tokens(0, 3).view(1, 3, 1))
-        counter = layer.indexer_cumulative_length
-        layer.crop(removal)
-        # The indexer covers the same tokens as the key and value states: none, counted at the same static address
-        self.assertEqual(int(layer.indexer_cumulative_length), 0)
-        self.assertIs(layer.indexer_cumulative_length, counter)
-        # The next indexer keys are stored from the start
-        indexer_keys = layer.update_indexer(_tokens(10, 2).view(1, 2, 1))
-        self.assertEqual(indexer_keys[0, :2, 0].tolist(), [11.0, 12.0])
+        self.assertEqual(keys[0, 0, : kept + 2, 0].tolist(), [1.0, 2.0, 3.0][:kept] + [11.0, 12.0])
+        if indexed:
+            indexer_keys = layer.update_indexer(_tokens(10, 2).view(1, 2, 1))
+            self.assertEqual(indexer_keys[0, : kept + 2, 0].tolist(), [1.0, 2.0, 3.0][:kept] + [11.0, 12.0])
 
 
 def _recording_layer(recurrent_states_to_keep, **kwargs):
@@ -559,6 +513,24 @@ class RefusedCropTest(unittest.TestCase):
         layer.crop(removal)
         self.assertEqual((layer.get_seq_length(), layer.keys), (0, None))
 
+    def test_crops_beyond_the_window_of_a_recording_sliding_layer(self):
+        layer = DynamicSlidingWindowLayer(sliding_window=4)
+        layer.activate_past_recording()
+        layer.update(_tokens(0, 6), _tokens(0, 6))
+        # `crop(0)` keeps the `sliding_window - 1` tokens the next forward needs, in both states
+        layer.crop(0)
+        self.assertEqual([layer.keys[0, 0, :, 0].tolist(), layer.values[0, 0, :, 0].tolist()], [[4.0, 5.0, 6.0]] * 2)
+        # A partial crop keeps the `sliding_window - 1` tokens before the removed ones, in both states
+        layer.update(_tokens(6, 3), _tokens(6, 3))
+        layer.crop(-2)
+        self.assertEqual([layer.keys[0, 0, :, 0].tolist(), layer.values[0, 0, :, 0].tolist()], [[5.0, 6.0, 7.0]] * 2)
+        self.assertEqual(layer.get_seq_length(), 7)
+        # Removing more than every token empties it
+        layer.crop(-100)
+        self.assertEqual((layer.get_seq_length(), layer.keys.shape[-2], layer.values.shape[-2]), (0, 0, 0))
+        keys, values = layer.update(_tokens(10, 2), _tokens(10, 2))
+        self.assertEqual([keys[0, 0, :, 0].tolist(), values[0, 0, :, 0].tolist()], [[11.0, 12.0]] * 2)
+
     def test_static_sliding_window_that_wrapped_around_refuses(self):
         layer = StaticSlidingWindowLayer(max_cache_len=8, sliding_window=4)
         for position in range(6):
@@ -572,3 +544,16 @@ class RefusedCropTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "cannot remove 1 of its 3 tokens"):
             layer.crop(-1)
         self.assertEqual(layer.get_seq_length(), 3)
+
+
+@require_torch
+class EncoderDecoderCacheCropTest(unittest.TestCase):
+    @parameterized.expand([(0,), (-2,), (-100,)])
+    def test_encoder_decoder_cache_crops_only_the_self_attention_tokens(self, removal):
+        cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
+        cache.self_attention_cache.update(_tokens(0, 3), _tokens(0, 3), layer_idx=0)
+        cache.cross_attention_cache.update(_tokens(10, 5), _tokens(10, 5), layer_idx=0)
+        cache.crop(removal)
+        self.assertTrue(torch.equal(cache.self_attention_cache.layers[0].keys, _tokens(0, max(3 + removal, 0))))
+        self.assertTrue(torch.equal(cache.cross_attention_cache.layers[0].keys, _tokens(10, 5)))
+        self.assertEqual(cache.get_seq_length(), max(3 + removal, 0))
