@@ -151,8 +151,9 @@ class LinearAttentionCacheLayerMixin:
             return
         # Update the length (`crop(0)`, which `generate` calls after every step, changes no tensor)
         if tokens_to_remove > 0:
-            self.cumulative_length_linear.sub_(tokens_to_remove)
             self.num_tokens_linear -= tokens_to_remove
+            # In place (a static address), from the host count: `sub_` would allocate its scalar operand as a tensor
+            self.cumulative_length_linear.fill_(self.num_tokens_linear)
         for i in range(self.number_of_states):
             if self.is_conv_states_initialized[i] and (
                 tokens_to_remove > 0 or self.conv_states[i].shape[-1] != self.conv_kernel_size[i]

@@ -51,11 +51,12 @@ class DynamicSlidingWindowLayer:
         # Nothing to do if the layer is not initialized (can happen with KV sharing, or after a `reset`)
         if not self.is_initialized:
             return
-        # Clamp the removal to the tokens seen, so that `cumulative_length` never goes negative
         if tokens_to_remove < 0:
+            # Clamp the removal to the tokens seen, so that `cumulative_length` never goes negative
             tokens_to_remove = max(tokens_to_remove, -self.cumulative_length)
-        # This part's own check (a hybrid layer's `_check_crop` also checks its linear attention part, cropped already)
-        DynamicSlidingWindowLayer._check_crop(self, tokens_to_remove)
+            # This part's own check (a hybrid layer's `_check_crop` also checks its linear attention part, cropped
+            # already); `crop(0)` and positive values need none
+            DynamicSlidingWindowLayer._check_crop(self, tokens_to_remove)
         # If we are beyond the sliding window, we need to be more careful
         if self.get_seq_length() >= self.sliding_window:
             if tokens_to_remove > 0:
