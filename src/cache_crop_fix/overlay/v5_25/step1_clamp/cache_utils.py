@@ -37,7 +37,6 @@ class DynamicSlidingWindowLayer:
         Remove `tokens_to_remove` tokens from the current cache layer. This will also restrict the size of the cached states back to their
         minimal working size, i.e. `sliding_window - 1` if they reached the sliding window length. This means that `crop(0)` will not
         necessarily always be a no-op, as it may still remove useless states (i.e. states that are not needed for the next `forward`).
-        Removing more tokens than the layer holds empties it.
         """
         # Clamp the removal to the tokens seen, so that `cumulative_length` never goes negative
         if tokens_to_remove < 0:
@@ -88,7 +87,7 @@ class DynamicIndexedLayer:
 class StaticLayer:
     def crop(self, tokens_to_remove: int) -> None:
         """
-        Remove `tokens_to_remove` tokens from the current cache layer. Removing more tokens than the layer holds empties it.
+        Remove `tokens_to_remove` tokens from the current cache layer.
         """
         if tokens_to_remove > 0:
             raise RuntimeError(
@@ -104,7 +103,7 @@ class StaticLayer:
 class StaticSlidingWindowLayer:
     def crop(self, tokens_to_remove: int) -> None:
         """
-        Remove `tokens_to_remove` tokens from the current cache layer. Removing more tokens than the layer holds empties it.
+        Remove `tokens_to_remove` tokens from the current cache layer.
         """
         # Note that this is only correct as long as we never went beyond the window, which `is_croppable` guarantees - otherwise the
         # evicted states cannot be recovered
@@ -115,7 +114,7 @@ class StaticSlidingWindowLayer:
 class StaticIndexedLayer:
     def crop(self, tokens_to_remove: int) -> None:
         """
-        Remove `tokens_to_remove` tokens from the current cache layer. Removing more tokens than the layer holds empties it.
+        Remove `tokens_to_remove` tokens from the current cache layer.
         """
         super().crop(tokens_to_remove)
         if self.is_indexer_initialized:
