@@ -29,10 +29,10 @@ from pathlib import Path
 
 import torch
 from torch.profiler import ProfilerActivity, profile
-from torch.utils._python_dispatch import TorchDispatchMode
 
 import cache_crop_fix
 import transformers
+from cache_crop_fix.syncs import SyncCounter
 from cache_crop_fix.targets import target_for
 from transformers import LlamaConfig, LlamaForCausalLM, MistralConfig, PreTrainedConfig, StaticCache, cache_utils
 from transformers.cache_utils import Cache, DynamicCache
@@ -155,20 +155,6 @@ def set_variant(variant: str) -> None:
 def rotated(items: tuple[str, ...], shift: int) -> tuple[str, ...]:
     shift %= len(items)
     return items[shift:] + items[:shift]
-
-
-class SyncCounter(TorchDispatchMode):
-    """Counts the host syncs dispatched while active: `aten._local_scalar_dense`, what `.item()`, `int(t)` and
-    `bool(t)` of a tensor dispatch to (on CPU it does not wait, but it is the op that waits for an accelerator)."""
-
-    def __init__(self):
-        super().__init__()
-        self.count = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if func is torch.ops.aten._local_scalar_dense.default:
-            self.count += 1
-        return func(*args, **(kwargs or {}))
 
 
 def count_syncs(crop, arg) -> int | str:

@@ -10,26 +10,13 @@ from unittest import mock
 
 import pytest
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 import transformers
+from cache_crop_fix.syncs import SyncCounter
 from cache_crop_fix.targets import target_for
 
 
 TARGET = target_for(transformers.__version__).name
-
-
-class SyncCounter(TorchDispatchMode):
-    """Counts the host syncs (`aten._local_scalar_dense`) dispatched while active."""
-
-    def __init__(self):
-        super().__init__()
-        self.count = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if func is torch.ops.aten._local_scalar_dense.default:
-            self.count += 1
-        return func(*args, **(kwargs or {}))
 
 
 def count_syncs(function) -> int:
