@@ -128,8 +128,8 @@ matrix: $(STAMP)
 # Mutation testing of the overlay with cosmic-ray (issue 13), each target in the venv of its transformers release:
 # `make mutate` (every target, v5_25 first), `make mutate TARGET=v5_14 JOBS=2`, `make mutate FAMILY=semantic` (the
 # statement-level mutants of utils/semantic_mutants.py instead of cosmic-ray's operators); writes
-# build/mutation/<target>[-semantic]/report.md and fails if a mutant survives without an argument in `EQUIVALENT`
-# (`SEMANTIC_EQUIVALENT`). Not part of `make test`.
+# build/mutation/<target>[-semantic]/report.md and fails if a mutant survives without an argument in
+# utils/mutation_equivalents/<target>.py. Not part of `make test`.
 TARGET ?= v5_25 v5_24 v5_14
 JOBS ?= 1
 FAMILY ?= operator

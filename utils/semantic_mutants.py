@@ -53,7 +53,7 @@ class Mutant:
     start: tuple[int, int]  # (line, column) of the first changed character, 1-based lines as in `ast`
     end: tuple[int, int]
     replacement: str  # the text that replaces [start, end)
-    description: str  # one line, stable across unrelated edits (the key of an argument in `EQUIVALENT`)
+    description: str  # one line, stable across unrelated edits (the key of an argument in `mutation_equivalents`)
 
     def apply(self, source: str) -> str:
         lines = source.splitlines(keepends=True)
@@ -383,7 +383,7 @@ def mutants(source: str) -> list[Mutant]:
             seen.add(dump)
             kept.append(mutant)
     # The same statement can appear in several methods (`return`, `super().crop(...)`): the description names the
-    # innermost function, so that each argument in `SEMANTIC_EQUIVALENT` is about one mutant
+    # innermost function, so that each argument in `mutation_equivalents` is about one mutant
     spans = []
 
     def qualify(node, prefix):

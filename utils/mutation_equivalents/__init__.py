@@ -1,0 +1,1 @@
+"""The survivors of each target's mutants argued equivalent, one module per target (`OPERATOR`, `SEMANTIC`)."""

@@ -1,0 +1,306 @@
+"""The mutants of the 5.14 overlay (`overlay/v5_14`) that survive and cannot change behaviour, each with the one-line
+argument the report shows. `OPERATOR`: cosmic-ray's operator family, keyed by (file relative to the target's overlay,
+the mutated line as cosmic-ray writes it, stripped, operator). `SEMANTIC`: the semantic family
+(`utils/semantic_mutants.py`), keyed by (file, the mutant's one-line description, `semantic/<kind>`). A survivor
+that is in neither is unexplained: `utils/mutation_testing.py` reports it and exits non-zero."""
+
+OPERATOR: dict[tuple[str, str, str], str] = {
+    (
+        "step3_atomic/generation/candidate_generator.py",
+        "self.assistant_kwargs, input_ids.shape[1], self.assistant_model.config.is_encoder_decoder",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "`input_ids` is always 2-D (batch, sequence) here, so `shape[1]` is `shape[-1]` (upstream's own line).",
+    (
+        "step5_quantized/cache_utils.py",
+        "residual_length = self.keys.shape[-2] if self.keys.dim() == 4 else -1",
+        "core/NumberReplacer",
+    ): "with an empty residual part `new_length < seq_length <= quantized_length` either way, so the same "
+    "re-quantizing branch runs, which does not read `quantized_length`.",
+    (
+        "step1_clamp/cache_utils.py",
+        "if self.is_indexer_initialized and self.indexer_keys.numel() >= 0 and self.indexer_keys.shape[1] > new_length:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "indexer keys are only empty as a 3-D tensor (`update_indexer` concatenates right after its lazy "
+    "initialization), and then `shape[1] > new_length` is false either way.",
+    (
+        "step1_clamp/models/minimax_m3_vl/modeling_minimax_m3_vl.py",
+        "if self.idx_keys is not None and self.idx_keys.shape[-2] >= new_length:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "when the lengths are equal the extra slice `[..., :new_length, :]` keeps every index key (same values).",
+    (
+        "step2_deprecate/models/pi0/modeling_pi0.py",
+        "position_ids=attention_mask.cumsum(1) - 1 if attention_mask is not None else None,",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "the attention mask is 2-D (batch, sequence), so `cumsum(1)` is `cumsum(-1)` (upstream's own line).",
+    (
+        "step6_models/models/deepseek_v4/modeling_deepseek_v4.py",
+        "buffered_length = -1 if buffered_kv is None else buffered_kv.shape[1]",
+        "core/NumberReplacer",
+    ): "only the `0` matters here: `buffered_length` is read only when `buffered_kv is not None` (the shape "
+    "mutants of this line are killed).",
+    (
+        "step1_clamp/cache_utils.py",
+        "if not max_length > 0 and max_length >= self.keys.shape[-2]:",
+        "core/AddNot",
+    ): "the early return only skips a slice that keeps everything (`[..., :max_length, :]` with `max_length` at "
+    "least the length); for `max_length <= 0` the condition is false either way (an empty layer returned above).",
+    (
+        "step6_models/models/deepseek_v4/modeling_deepseek_v4.py",
+        "new_length = max(seq_length + max_length, 0) if max_length <= 0 else min(max_length, seq_length)",
+        "core/ReplaceComparisonOperator_Lt_LtE",
+    ): "only `max_length == 0` takes the other branch: `new_length` is then the length (nothing to remove) instead "
+    "of 0 (a full rollback), and both return before any check.",
+    (
+        "step1_clamp/cache_utils.py",
+        "if max_length > 1 and max_length >= self.keys.shape[-2]:",
+        "core/NumberReplacer",
+    ): "for `max_length == 1` the early return only skips `[..., :1, :]` of a layer of at most 1 token: the same values.",
+    (
+        "step1_clamp/cache_utils.py",
+        "if max_length > 0 and max_length > self.keys.shape[-2]:",
+        "core/ReplaceComparisonOperator_GtE_Gt",
+    ): "when `max_length` equals the length the skipped slice `[..., :max_length, :]` keeps every token.",
+    (
+        "step7_history/cache_utils.py",
+        "self.conv_states[0].clone() if has_past or self.conv_states[0] is not None else None",
+        "core/ReplaceAndWithOr",
+    ): "without a past the next history entry holds no recurrent states (`None`), and restoring such an entry never reads its conv states.",
+    (
+        "step7_history/cache_utils.py",
+        "self.has_previous_state[ 1] = True",
+        "core/NumberReplacer",
+    ): "`has_previous_state[0]` is already true whenever a non-empty entry is restored (only a full rollback, which clears the history, or restoring the first entry sets it false); key 1 is never read (`number_of_states == 1`).",
+    (
+        "step7_history/cache_utils.py",
+        "if missing >= 0 and not self.record_past:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "with nothing missing the padding is `(0, 0)`: the same states.",
+    (
+        "step7_history/cache_utils.py",
+        "self.prefetch(layer_idx - 1, self.only_non_sliding)",
+        "core/ReplaceBinaryOperator_Add_Sub",
+    ): "not testable here, not argued equivalent: upstream's own line of `Cache.update` (which step 7 rewrites whole), reached only with offloading, which needs CUDA streams.",
+    (
+        "step7_history/cache_utils.py",
+        "if history_length > -1:",
+        "core/NumberReplacer",
+    ): "with `history_length=0` the two lists are computed again from the layers that already have a history (it can only grow): the same lists, or an empty one that `update` loops over.",
+    (
+        "step7_history/generation/candidate_generator.py",
+        "new_cache_size = max(input_ids.shape[-1] - 1 - remove_from_pkv - num_added_tokens, -1)",
+        "core/NumberReplacer",
+    ): "a size of -1 removes one token more than the cache holds: the same full rollback as removing all of them.",
+    (
+        "step7_history/generation/candidate_generator.py",
+        "new_cache_size = max(input_ids.shape[1] - 1 - remove_from_pkv - num_added_tokens, 0)",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "`input_ids` is always 2-D (batch, sequence) here, so `shape[1]` is `shape[-1]` (upstream's own line).",
+    (
+        "step7_history/generation/candidate_generator.py",
+        "self.assistant_kwargs = _prepare_token_type_ids(self.assistant_kwargs, input_ids.shape[1])",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "`input_ids` is always 2-D (batch, sequence) here, so `shape[1]` is `shape[-1]` (upstream's own line).",
+    (
+        "step7_history/generation/candidate_generator.py",
+        'if getattr(self, "_assistant_history_length", -1) < history_length:',
+        "core/NumberReplacer",
+    ): "`history_length` is `num_assistant_tokens + 1 >= 1`, so a default of -1 or 0 gives the same comparison.",
+    (
+        "step7_history/generation/candidate_generator.py",
+        'if getattr(self, "_assistant_history_length", 1) < history_length:',
+        "core/NumberReplacer",
+    ): "differs only for `num_assistant_tokens == 0` (`history_length == 1`), and then `_prepare_assistant_cache` already gave the cache `history_length=1`.",
+    (
+        "step7_history/cache_utils.py",
+        "self.has_previous_state[ -1] = True",
+        "core/NumberReplacer",
+    ): "`has_previous_state[0]` is already true whenever a non-empty entry is restored (only a full rollback, which clears the history, or restoring the first entry sets it false); key -1 is never read (`number_of_states == 1`).",
+    (
+        "step7_history/generation/candidate_generator.py",
+        "self.assistant_kwargs, input_ids.shape[1], self.assistant_model.config.is_encoder_decoder",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "`input_ids` is always 2-D (batch, sequence) here, so `shape[1]` is `shape[-1]` (upstream's own line).",
+    (
+        "step7_history/generation/candidate_generator.py",
+        "decoder_cache.activate_past_recording(history_length=int(self.num_assistant_tokens) + 2)",
+        "core/NumberReplacer",
+    ): "a history one entry longer keeps more states (memory) but restores exactly the same ones.",
+    (
+        "step7_history/generation/candidate_generator.py",
+        "history_length = int(self.num_assistant_tokens) + 2",
+        "core/NumberReplacer",
+    ): "a history one entry longer keeps more states (memory) but restores exactly the same ones.",
+    (
+        "step7_history/cache_utils.py",
+        "if not TYPE_CHECKING:",
+        "core/AddNot",
+    ): "the names imported exist in upstream's module, whose globals the methods run with: importing them at runtime changes nothing.",
+    (
+        "step7_history/generation/candidate_generator.py",
+        "if not TYPE_CHECKING:",
+        "core/AddNot",
+    ): "the names imported exist in upstream's module, whose globals the methods run with: importing them at runtime changes nothing.",
+    (
+        "step7_history/cache_utils.py",
+        "if max_length >= 0:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "`max_length == 0` returned just above.",
+    (
+        "step7_history/cache_utils.py",
+        "if history_length >= 0:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "with `history_length=0` the two lists are computed again from the layers that already have a history (it can only grow): the same lists, or an empty one that `update` loops over.",
+    (
+        "step7_history/cache_utils.py",
+        "self.prefetch(layer_idx + 0, self.only_non_sliding)",
+        "core/NumberReplacer",
+    ): "not testable here, not argued equivalent: upstream's own line of `Cache.update` (which step 7 rewrites whole), reached only with offloading, which needs CUDA streams.",
+    (
+        "step7_history/cache_utils.py",
+        "if history_length > 0 and (history is None or history.maxlen <= history_length):",
+        "core/ReplaceComparisonOperator_Lt_LtE",
+    ): "a history already as long as asked is rebuilt with the same entries and length (the set-up below runs only for a new one).",
+    (
+        "step7_history/cache_utils.py",
+        "if max_length > -1:",
+        "core/NumberReplacer",
+    ): "`max_length == 0` returned just above.",
+    (
+        "step7_history/cache_utils.py",
+        "layer._record_update_length(key_states.shape[2])",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "the key states are 4-D (batch, heads, tokens, head_dim), so `shape[2]` is `shape[-2]`.",
+    # Session of 2026-12-02 (steps 1-7, both phases)
+    (
+        "step1_clamp/cache_utils.py",
+        "if not self.is_indexer_initialized or self.indexer_keys.numel() == -1:",
+        "core/NumberReplacer",
+    ): "an initialized indexer is empty only with `shape[1] == 0` (`update_indexer` concatenates right after its lazy initialization), and then `shape[1] > effective` is false: nothing is sliced either way.",
+    (
+        "step1_clamp/cache_utils.py",
+        "effective = max_length if max_length >= -1 else max(self.indexer_keys.shape[1] - abs(max_length), 0)",
+        "core/NumberReplacer",
+    ): "for `max_length == -1` the absolute branch slices `[:, :-1]`, which removes the last token as the relative branch does (an empty indexer returned above).",
+    (
+        "step1_clamp/cache_utils.py",
+        "if self.indexer_keys.shape[1] >= effective:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "when the lengths are equal the slice `[:, :effective]` keeps every indexer key: the same values.",
+    (
+        "step2_deprecate/cache_utils.py",
+        "elif max_length >= 0:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "`max_length == 0` is handled by the `if` above, so `>= 0` and `> 0` select the same values here.",
+    (
+        "step2_deprecate/cache_utils.py",
+        "elif max_length > -1:",
+        "core/NumberReplacer",
+    ): "`max_length == 0` is handled by the `if` above, so `> -1` and `> 0` select the same (integer) values here.",
+    (
+        "step2_deprecate/generation/candidate_generator.py",
+        "if not TYPE_CHECKING:",
+        "core/AddNot",
+    ): "the import then runs at runtime and succeeds, but binds names in the overlay module, whose globals the installed methods never read (they run with upstream's).",
+    (
+        "step3_atomic/cache_utils.py",
+        "if not TYPE_CHECKING:",
+        "core/AddNot",
+    ): "the import then runs at runtime and succeeds, but binds names in the overlay module, whose globals the installed methods never read (they run with upstream's).",
+    (
+        "step3_atomic/generation/candidate_generator.py",
+        "if not TYPE_CHECKING:",
+        "core/AddNot",
+    ): "the import then runs at runtime and succeeds, but binds names in the overlay module, whose globals the installed methods never read (they run with upstream's).",
+    (
+        "step4_static/cache_utils.py",
+        "if self.is_indexer_initialized and indexer_length >= new_length:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "when the lengths are equal the zeroed slice is empty and the length is set to itself.",
+    (
+        "step5_quantized/cache_utils.py",
+        "residual_length = self.keys.shape[2] if self.keys.dim() == 4 else 0",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "the residual states are 4-D when this branch is taken (`dim() == 4`), so `shape[2]` is `shape[-2]`.",
+    (
+        "step6_models/models/deepseek_v4/modeling_deepseek_v4.py",
+        "new_length = max(seq_length + max_length, -1) if max_length < 0 else min(max_length, seq_length)",
+        "core/NumberReplacer",
+    ): "`Cache._check_crop` hands a layer a full rollback as `0`, so a negative `max_length` here removes fewer tokens than the layer holds: `seq_length + max_length >= 1`, and the `max` with 0, 1 or -1 is never taken.",
+    (
+        "step6_models/models/deepseek_v4/modeling_deepseek_v4.py",
+        "new_length = max(seq_length + max_length, 1) if max_length < 0 else min(max_length, seq_length)",
+        "core/NumberReplacer",
+    ): "`Cache._check_crop` hands a layer a full rollback as `0`, so a negative `max_length` here removes fewer tokens than the layer holds: `seq_length + max_length >= 1`, and the `max` with 0, 1 or -1 is never taken.",
+    (
+        "step6_models/models/deepseek_v4/modeling_deepseek_v4.py",
+        "if new_length == 0 or tokens_to_remove == -1:",
+        "core/NumberReplacer",
+    ): "`tokens_to_remove` is never negative, and for 0 the loop below raises nothing (`buffered_length < 0` is false): the same outcome as the early return.",
+    (
+        "step6_models/models/deepseek_v4/modeling_deepseek_v4.py",
+        "elif new_length <= seq_length:",
+        "core/ReplaceComparisonOperator_Lt_LtE",
+    ): "when nothing was removed every buffer is sliced to its own length: the same values.",
+    (
+        "step6_models/models/minimax_m3_vl/modeling_minimax_m3_vl.py",
+        "if self.idx_keys is not None and self.idx_keys.shape[2] > new_length:",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "the index keys are 4-D (batch, heads, tokens, head_dim), so `shape[2]` is `shape[-2]`.",
+    (
+        "step6_models/models/minimax_m3_vl/modeling_minimax_m3_vl.py",
+        "if self.idx_keys is not None and self.idx_keys.shape[-2] >= new_length:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "when the lengths are equal the extra slice `[..., :new_length, :]` keeps every index key (same values).",
+    (
+        "step6_models/models/minimax_m3_vl/modeling_minimax_m3_vl.py",
+        "if self.idx_keys is not None and index_length >= new_length:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "when the lengths are equal the zeroed slice is empty and the length is set to itself.",
+    (
+        "step7_history/cache_utils.py",
+        "if missing > -1 and not self.record_past:",
+        "core/NumberReplacer",
+    ): "`missing` is an int: `> -1` differs from `> 0` only for `missing == 0`, and padding by 0 columns gives the same states.",
+    (
+        "step7_history/cache_utils.py",
+        "self.prefetch(layer_idx + 2, self.only_non_sliding)",
+        "core/NumberReplacer",
+    ): "not testable here, not argued equivalent: upstream's own line of `Cache.update` (which step 7 rewrites whole), reached only with offloading, which needs CUDA streams.",
+    (
+        "step7_history/cache_utils.py",
+        "def activate_past_recording(self, history_length: int = -1):",
+        "core/NumberReplacer",
+    ): "a default of `-1` acts as `0`: the layers keep no history for any `history_length <= 0`.",
+    (
+        "step7_history/generation/candidate_generator.py",
+        'if getattr(self, "_assistant_rollback", None) is None or past_key_values.get_seq_length() > 0:',
+        "core/ReplaceAndWithOr",
+    ): "re-deciding every round gives the same decision: it depends on the layer types, `record_past` and whether the recurrent layers have a history, none of which changes during a generation.",
+    (
+        "step7_history/generation/candidate_generator.py",
+        'if getattr(self, "_assistant_rollback", None) is None and past_key_values.get_seq_length() >= 0:',
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "the assistant cache is empty only in the first round, and then it is the one `_prepare_assistant_cache` made (recording, with a history for every linear layer), for which the decision is the same before and after the first forward pass.",
+    (
+        "step7_history/generation/candidate_generator.py",
+        'if getattr(self, "_assistant_rollback", None) is None and past_key_values.get_seq_length() > -1:',
+        "core/NumberReplacer",
+    ): "the assistant cache is empty only in the first round, and then it is the one `_prepare_assistant_cache` made (recording, with a history for every linear layer), for which the decision is the same before and after the first forward pass.",
+    (
+        "step7_history/generation/candidate_generator.py",
+        "self.generation_config, model_kwargs, None, input_ids.shape[ 1], self.main_model_max_length",
+        "core/NumberReplacer",
+    ): "the batch size is read only for static cache implementations, and the assistant's is `dynamic_full` here (a `DynamicCache`).",
+    (
+        "step7_history/generation/candidate_generator.py",
+        'if any(getattr(layer, "is_sliding", True) for layer in attention_layers):',
+        "core/ReplaceFalseWithTrue",
+    ): "every attention layer class of transformers 5.14 defines `is_sliding` (`DynamicLayer`, `StaticLayer` and their subclasses): the default is never read.",
+    (
+        "step7_history/generation/candidate_generator.py",
+        'if getattr(self, "_assistant_history_length", 0) <= history_length:',
+        "core/ReplaceComparisonOperator_Lt_LtE",
+    ): "with equal lengths `activate_past_recording` is called with the `maxlen` the history already has: the same history.",
+}
+
+SEMANTIC: dict[tuple[str, str, str], str] = {}

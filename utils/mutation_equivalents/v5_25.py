@@ -1,0 +1,421 @@
+"""The mutants of the 5.25 overlay (`overlay/v5_25`) that survive and cannot change behaviour, each with the one-line
+argument the report shows. `OPERATOR`: cosmic-ray's operator family, keyed by (file relative to the target's overlay,
+the mutated line as cosmic-ray writes it, stripped, operator). `SEMANTIC`: the semantic family
+(`utils/semantic_mutants.py`), keyed by (file, the mutant's one-line description, `semantic/<kind>`). A survivor
+that is in neither is unexplained: `utils/mutation_testing.py` reports it and exits non-zero."""
+
+OPERATOR: dict[tuple[str, str, str], str] = {
+    (
+        "step3_refuse/cache_utils.py",
+        "if tokens_to_remove >= 0:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "`super().crop(0)` (`DynamicLayer.crop`) returns before changing anything.",
+    (
+        "step5_ocr/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "if prefill_tokens_to_remove >= 0:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "for 0, `max(prefill_cumulative_length - 0, 0)` is the same length.",
+    (
+        "step2_history/cache_utils.py",
+        "if tokens_to_remove >= 0 and tokens_to_remove == self.num_tokens_linear:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "differs only for `crop(0)` of a layer holding no token, which `reset` leaves as it is (zero states and counts, an empty history).",
+    (
+        "step2_history/cache_utils.py",
+        "if tokens_to_remove > -1:",
+        "core/NumberReplacer",
+    ): "for 0 both counts are decreased by 0.",
+    (
+        "step2_history/cache_utils.py",
+        "tokens_to_remove >= 0 or self.conv_states[i].shape[-1] != self.conv_kernel_size[i]",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "for `crop(0)` of conv states already `kernel` wide the block only takes views of the whole tensor (same storage and values) and pads nothing.",
+    (
+        "step2_history/cache_utils.py",
+        "self.recurrent_states_num_tokens[i] = -1",
+        "core/NumberReplacer",
+    ): "the first forward after the reset then never counts as adjacent, which only drops the state from before its first token: only a full rollback (a reset) would restore it.",
+    (
+        "step1_clamp/cache_utils.py",
+        "new_length = max(self.keys.shape[2] + tokens_to_remove, 0)",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "the key states are 4-D (batch, heads, tokens, head_dim), so `shape[2]` is `shape[-2]`.",
+    (
+        "step3_refuse/cache_utils.py",
+        "if not TYPE_CHECKING:",
+        "core/AddNot",
+    ): "the names imported exist in upstream's module, whose globals the methods run with: importing them at runtime changes nothing.",
+    (
+        "step5_ocr/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "if not TYPE_CHECKING:",
+        "core/AddNot",
+    ): "the names imported exist in upstream's module, whose globals the methods run with: importing them at runtime changes nothing.",
+    (
+        "step3_refuse/cache_utils.py",
+        "first_stored_token = seq_length - self.keys.shape[2]",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "the key states are 4-D (batch, heads, tokens, head_dim), so `shape[2]` is `shape[-2]`.",
+    (
+        "step3_refuse/cache_utils.py",
+        "self.cumulative_length = self.keys.shape[2]",
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "the key states are 4-D (batch, heads, tokens, head_dim), so `shape[2]` is `shape[-2]`.",
+    (
+        "step2_history/cache_utils.py",
+        "if padding_length > -1:",
+        "core/NumberReplacer",
+    ): "a padding of 0 columns adds nothing: the same values.",
+    (
+        "step2_history/cache_utils.py",
+        "if padding_length >= 0:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "a padding of 0 columns adds nothing: the same values.",
+    (
+        "step2_history/cache_utils.py",
+        "if stored.shape[-1] <= kernel_size:",
+        "core/ReplaceComparisonOperator_Lt_LtE",
+    ): "a padding of 0 columns adds nothing: the same values.",
+    (
+        "step2_history/cache_utils.py",
+        "if not self.record_past and num_new_tokens <= kernel_size:",
+        "core/ReplaceComparisonOperator_Lt_LtE",
+    ): "a padding of 0 columns adds nothing: the same values.",
+    (
+        "step2_history/cache_utils.py",
+        "if tokens_to_remove == -1 or tokens_to_remove >= num_tokens:",
+        "core/NumberReplacer",
+    ): "for 0 the checks below cannot raise: stored conv states are at least `kernel` wide (`0 > stored - kernel` is false) and no history is shorter than 0.",
+    (
+        "step4_minimax/models/minimax_m3_vl/modeling_minimax_m3_vl.py",
+        "if tokens_to_remove != 1 and self.idx_keys is not None:",
+        "core/NumberReplacer",
+    ): "`tokens_to_remove` is never 1 here (`super().crop` raised for positive values); for 0 the index keys are sliced to the length they already have.",
+    (
+        "step2_history/cache_utils.py",
+        "def __init__(self, number_of_states: int = 2, **kwargs):",
+        "core/NumberReplacer",
+    ): "a second state that is never updated stays uninitialized: every loop over the states skips it (no tensor, an empty history).",
+    (
+        "step2_history/cache_utils.py",
+        "if not TYPE_CHECKING:",
+        "core/AddNot",
+    ): "the names imported exist in upstream's module, whose globals the methods run with: importing them at runtime changes nothing.",
+    (
+        "step1_clamp/cache_utils.py",
+        "if tokens_to_remove == 1:",
+        "core/NumberReplacer",
+    ): "`tokens_to_remove` is never 1 here (`super().crop` raised for positive values), and for 0 the slices below keep every index position and key.",
+    (
+        "step2_history/cache_utils.py",
+        "if tokens_to_remove > -1 and tokens_to_remove == self.num_tokens_linear:",
+        "core/NumberReplacer",
+    ): "differs only for `crop(0)` of a layer holding no token, which `reset` leaves as it is (zero states and counts, an empty history).",
+    (
+        "step2_history/cache_utils.py",
+        "if tokens_to_remove >= 0:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "for 0 both counts are decreased by 0.",
+    (
+        "step2_history/cache_utils.py",
+        "tokens_to_remove > -1 or self.conv_states[i].shape[-1] != self.conv_kernel_size[i]",
+        "core/NumberReplacer",
+    ): "for `crop(0)` of conv states already `kernel` wide the block only takes views of the whole tensor (same storage and values) and pads nothing.",
+    (
+        "step3_refuse/cache_utils.py",
+        "if tokens_to_remove > -1:",
+        "core/NumberReplacer",
+    ): "`super().crop(0)` (`DynamicLayer.crop`) returns before changing anything.",
+    (
+        "step5_ocr/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "if prefill_tokens_to_remove > -1:",
+        "core/NumberReplacer",
+    ): "for 0, `max(prefill_cumulative_length - 0, 0)` is the same length.",
+    (
+        "step6_deepseek/models/deepseek_v4/modeling_deepseek_v4.py",
+        "if tokens_to_remove < 0 and self.cumulative_length > -1:",
+        "core/NumberReplacer",
+    ): "differs only for a layer holding no token, which `reset` leaves as it is (no states, a length of 0).",
+    (
+        "step6_deepseek/models/deepseek_v4/modeling_deepseek_v4.py",
+        "if tokens_to_remove < 0 and self.cumulative_length >= 0:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "differs only for a layer holding no token, which `reset` leaves as it is (no states, a length of 0).",
+}
+
+SEMANTIC: dict[tuple[str, str, str], str] = {
+    (
+        "step1_clamp/cache_utils.py",
+        "DynamicLayer.crop: swapped: self.keys = self.keys[..., :new_length, :] <-> self.values = self.values[..., :new_length, :]",
+        "semantic/swap",
+    ): "the key and value slices are independent: each reads and writes its own attribute.",
+    (
+        "step1_clamp/cache_utils.py",
+        "DynamicIndexedLayer.crop: swapped: super().crop(tokens_to_remove) <-> if tokens_to_remove == 0: return",
+        "semantic/swap",
+    ): "`DynamicLayer.crop(0)` returns before changing anything, so returning before or after it is the same.",
+    (
+        "step1_clamp/cache_utils.py",
+        "DynamicIndexedLayer.crop: deleted: if tokens_to_remove == 0: return",
+        "semantic/delete",
+    ): "with 0 removed, `new_length` is the layer's length: the slices below keep every index position and key.",
+    (
+        "step1_clamp/cache_utils.py",
+        "DynamicIndexedLayer.crop: swapped: if tokens_to_remove == 0: return <-> new_length = self.get_seq_length()",
+        "semantic/swap",
+    ): "`new_length` is only computed (a read of the length) before the early return: nothing changes.",
+    (
+        "step1_clamp/cache_utils.py",
+        "DynamicIndexedLayer.crop: deleted: return [1]",
+        "semantic/delete",
+    ): "with 0 removed, `new_length` is the layer's length: the slices below keep every index position and key.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.__init__: swapped: self.number_of_states = number_of_states <-> self.conv_states: dict[int, torch.Tensor | None] = dict.fro…",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.__init__: swapped: self.conv_states: dict[int, torch.Tensor | None] = dict.fro… <-> self.recurrent_states: dict[int, torch.Tensor | None] = dic…",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.__init__: swapped: self.recurrent_states: dict[int, torch.Tensor | None] = dic… <-> self.is_conv_states_initialized = dict.fromkeys(range(numbe…",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.__init__: swapped: self.is_conv_states_initialized = dict.fromkeys(range(numbe… <-> self.is_recurrent_states_initialized = dict.fromkeys(range(…",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.__init__: swapped: self.is_recurrent_states_initialized = dict.fromkeys(range(… <-> self.has_previous_state = dict.fromkeys(range(number_of_sta…",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.__init__: swapped: self.has_previous_state = dict.fromkeys(range(number_of_sta… <-> self.conv_kernel_size = dict.fromkeys(range(number_of_state…",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.__init__: swapped: self.conv_kernel_size = dict.fromkeys(range(number_of_state… <-> self.cumulative_length_linear = torch.tensor(0, dtype=int)",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.__init__: swapped: self.cumulative_length_linear = torch.tensor(0, dtype=int) <-> self.num_tokens_linear = 0",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.__init__: swapped: self.num_tokens_linear = 0 <-> self.recurrent_states_num_tokens = dict.fromkeys(range(numb…",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.__init__: swapped: self.recurrent_states_num_tokens = dict.fromkeys(range(numb… <-> self.device = None",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.__init__: swapped: self.device = None <-> self.dtype = None",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.__init__: removed: self.dtype = None",
+        "semantic/flag",
+    ): "nothing reads a linear layer's `dtype` before `lazy_initialization` sets it (no layer's `.dtype` is read in `cache_utils` or `generation`).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.__init__: swapped: self.dtype = None <-> self.record_past = False",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.__init__: swapped: self.record_past = False <-> self.recurrent_states_to_keep = None",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.__init__: swapped: self.recurrent_states_to_keep = None <-> self.recurrent_states_history = {i: [] for i in range(numbe…",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.reset: swapped: self.cumulative_length_linear.zero_() <-> self.num_tokens_linear = 0",
+        "semantic/swap",
+    ): "the device count and the host count are independent: each statement updates its own.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.reset: swapped: self.num_tokens_linear = 0 <-> for i in range(self.number_of_states): if self.is_conv_stat…",
+        "semantic/swap",
+    ): "the host count is not read by the loop (which resets each state).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.reset: swapped: if self.is_conv_states_initialized[i]: self.conv_states[i].… <-> if self.is_recurrent_states_initialized[i]: self.recurrent_…",
+        "semantic/swap",
+    ): "the conv and recurrent parts of a state are reset independently (disjoint attributes).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.reset: swapped: if self.is_recurrent_states_initialized[i]: self.recurrent_… <-> self.has_previous_state[i] = False",
+        "semantic/swap",
+    ): "the recurrent state and the `has_previous_state` flag are independent attributes.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.reset: swapped: self.has_previous_state[i] = False <-> self.recurrent_states_num_tokens[i] = 0",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.reset: swapped: self.recurrent_states_num_tokens[i] = 0 <-> self.recurrent_states_history[i].clear()",
+        "semantic/swap",
+    ): "the count and the history of a state are independent attributes, both reset.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.reset: deleted: self.recurrent_states_history[i].clear()",
+        "semantic/delete",
+    ): "entries older than the new sequence are never restored: `crop` reaches `history[-k]` only for `k` below the tokens seen since the reset (removing them all is a reset), and every forward appends after them.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.reorder_cache: swapped: if self.is_conv_states_initialized[i]: self.conv_states[i] … <-> if self.is_recurrent_states_initialized[i]: self.recurrent_…",
+        "semantic/swap",
+    ): "the conv and recurrent parts of a state are reordered independently (disjoint attributes).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.reorder_cache: swapped: if self.is_recurrent_states_initialized[i]: self.recurrent_… <-> history = self.recurrent_states_history[i]",
+        "semantic/swap",
+    ): "`history` is a local alias read only by the next statement; the recurrent state is a different attribute.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.activate_past_recording: swapped: if recurrent_states_to_keep is None: recurrent_states_to_ke… <-> self.record_past = True",
+        "semantic/swap",
+    ): "the default is computed from `self.recurrent_states_to_keep`, which `record_past = True` does not touch.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.activate_past_recording: swapped: self.record_past = True <-> self.recurrent_states_to_keep = recurrent_states_to_keep",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin._check_crop: swapped: if tokens_to_remove > 0: raise RuntimeError('Linear attenti… <-> num_tokens = self.num_tokens_linear",
+        "semantic/swap",
+    ): "`num_tokens` is a local read of the host count: the check above it does not change it.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin._check_crop: swapped: if self.is_conv_states_initialized[i]: stored = self.conv_s… <-> if self.is_recurrent_states_initialized[i] and len(self.rec…",
+        "semantic/swap",
+    ): "both checks only read (each raises for its own state part); which raises first differs only in the message when both fail.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: swapped: self.cumulative_length_linear.sub_(tokens_to_remove) <-> self.num_tokens_linear -= tokens_to_remove",
+        "semantic/swap",
+    ): "the device count and the host count are independent: each statement updates its own.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: swapped: if self.is_conv_states_initialized[i] and (tokens_to_remove… <-> if self.is_recurrent_states_initialized[i] and tokens_to_re…",
+        "semantic/swap",
+    ): "the conv and recurrent parts of a state are cropped independently (disjoint attributes).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: swapped: conv_states = conv_states[..., -self.conv_kernel_size[i]:] <-> padding_length = self.conv_kernel_size[i] - conv_states.sha…",
+        "semantic/swap",
+    ): "a state shorter than the kernel is not changed by keeping its last `kernel` columns, and a longer one needs no padding either way.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: swapped: if self.is_recurrent_states_initialized[i] and tokens_to_re… <-> self.recurrent_states_num_tokens[i] = self.num_tokens_linear",
+        "semantic/swap",
+    ): "restoring the recurrent state does not read `recurrent_states_num_tokens`.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: swapped: self.recurrent_states_num_tokens[i] = self.num_tokens_linear <-> self.recurrent_states_history[i].clear()",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.increase_count: swapped: self.cumulative_length_linear.add_(1) <-> self.num_tokens_linear += 1",
+        "semantic/swap",
+    ): "the device count and the host count are independent: each statement updates its own.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionLayer.update_conv_state: swapped: if not self.is_conv_states_initialized[state_idx]: self.laz… <-> num_new_tokens = conv_states.shape[-1]",
+        "semantic/swap",
+    ): "`num_new_tokens` reads only the argument, which the lazy initialization does not change.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionLayer.update_conv_state: swapped: if state_idx == 0: self.cumulative_length_linear.add_(num_n… <-> kernel_size = self.conv_kernel_size[state_idx]",
+        "semantic/swap",
+    ): "`kernel_size` is read from `conv_kernel_size`, which counting the tokens does not change.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionLayer.update_conv_state: swapped: self.cumulative_length_linear.add_(num_new_tokens) <-> self.num_tokens_linear += num_new_tokens",
+        "semantic/swap",
+    ): "the device count and the host count are independent: each statement updates its own.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionLayer.update_conv_state: swapped: self.has_previous_state[state_idx] = True <-> full_conv_states = conv_states",
+        "semantic/swap",
+    ): "two independent statements: neither reads what the other writes (each sets its own attribute from the arguments or a fresh object).",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionLayer.update_recurrent_state: swapped: if not self.is_recurrent_states_initialized[state_idx]: sel… <-> per_token = not isinstance(recurrent_states, torch.Tensor)",
+        "semantic/swap",
+    ): "`per_token` reads only the argument, which the lazy initialization does not change.",
+    (
+        "step2_history/cache_utils.py",
+        "LinearAttentionLayer.update_recurrent_state: swapped: self.recurrent_states_num_tokens[state_idx] = self.num_toke… <-> if self.record_past: self._extend_history(state_idx, list(r…",
+        "semantic/swap",
+    ): "`num_new_tokens` is computed before both: `_extend_history` does not read `recurrent_states_num_tokens`.",
+    (
+        "step3_refuse/cache_utils.py",
+        "DynamicSlidingWindowLayer.crop: swapped: self.keys = self.keys[:, :, -self.sliding_window + 1:, :] <-> self.values = self.values[:, :, -self.sliding_window + 1:, …",
+        "semantic/swap",
+    ): "the key and value slices are independent: each reads and writes its own attribute.",
+    (
+        "step3_refuse/cache_utils.py",
+        "DynamicSlidingWindowLayer.crop: swapped: self.keys = self.keys[:, :, -self.sliding_window + 1 - toke… <-> self.values = self.values[:, :, -self.sliding_window + 1 - …",
+        "semantic/swap",
+    ): "the key and value slices are independent: each reads and writes its own attribute.",
+    (
+        "step3_refuse/cache_utils.py",
+        "DynamicSlidingWindowLayer.crop: swapped: self.values = self.values[:, :, -self.sliding_window + 1 - … <-> self.cumulative_length = self.cumulative_length - tokens_to…",
+        "semantic/swap",
+    ): "the value slice and the length are independent: each statement reads and writes its own attribute.",
+    (
+        "step3_refuse/cache_utils.py",
+        "LinearAttentionAndSlidingWindowAttentionLayer._check_crop: swapped: LinearAttentionLayer._check_crop(self, tokens_to_remove) <-> DynamicSlidingWindowLayer._check_crop(self, tokens_to_remov…",
+        "semantic/swap",
+    ): "both checks only read and raise before anything changes; when both refuse only the message differs.",
+    (
+        "step5_ocr/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "UnlimitedOcrStaticReferenceSlidingWindowLayer.crop: swapped: if self.is_initialized and self.cumulative_length_int < sli… <-> prefill_tokens_to_remove = -tokens_to_remove - sliding_leng…",
+        "semantic/swap",
+    ): "`prefill_tokens_to_remove` is computed from the argument and `sliding_length`, which clearing the freed slots does not change.",
+    (
+        "step5_ocr/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "UnlimitedOcrStaticReferenceSlidingWindowLayer.crop: self.keys[:, :, start:min(sliding_length, self.max_cache_len)].zero_() -> self.keys[:, :, start : min(sliding_length, self.max_cache_len)] = torch.zeros_like(self.keys[:, :, start : min(sliding_length, self.max_cache_len)])",
+        "semantic/new-tensor",
+    ): "assigning to a slice of a tensor writes in place: the same as `zero_()`.",
+    (
+        "step5_ocr/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "UnlimitedOcrStaticReferenceSlidingWindowLayer.crop: swapped: self.keys[:, :, start:min(sliding_length, self.max_cache_le… <-> self.values[:, :, start:min(sliding_length, self.max_cache_…",
+        "semantic/swap",
+    ): "the key and value slices are independent: each reads and writes its own attribute.",
+    (
+        "step5_ocr/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "UnlimitedOcrStaticReferenceSlidingWindowLayer.crop: self.values[:, :, start:min(sliding_length, self.max_cache_len)].zero_() -> self.values[:, :, start : min(sliding_length, self.max_cache_len)] = torch.zeros_like(self.values[:, :, start : min(sliding_length, self.max_cache_len)])",
+        "semantic/new-tensor",
+    ): "assigning to a slice of a tensor writes in place: the same as `zero_()`.",
+    (
+        "step6_deepseek/models/deepseek_v4/modeling_deepseek_v4.py",
+        "DeepseekV4HCACache.crop: swapped: self.reset() <-> self.cumulative_length = 0",
+        "semantic/swap",
+    ): "`reset` does not read `cumulative_length`, and sets it to 0 as the next line does.",
+    (
+        "step6_deepseek/models/deepseek_v4/modeling_deepseek_v4.py",
+        "DeepseekV4HCACache.crop: removed: self.cumulative_length = 0",
+        "semantic/flag",
+    ): "`reset` (the line before) already sets `cumulative_length` to 0.",
+}
