@@ -195,21 +195,12 @@ def _crop_dynamic_layers(layers: list, max_length: int) -> None:
                 layer.keys = layer.keys[..., :stop, :]
                 layer.values = layer.values[..., :stop, :]
     elif max_length == 0:
-        # A full rollback: layers alike (same shapes, dtype and device) get the same empty key and value states (new
-        # ones, so that the old states are freed now, not at the next `update`). Dynamic layers never write their
-        # states in place, so sharing them is safe, and a full rollback costs two allocations, not two per layer
-        empty = {}
+        # A full rollback puts each layer back as it was built, before its first `update` (as in a new cache: the
+        # old states are freed now, and the next `update` starts a sequence of any batch size)
         for layer in layers:
-            if layer.is_initialized and layer.keys.numel():
-                keys, values = layer.keys, layer.values
-                signature = (keys.shape, values.shape, keys.dtype, values.dtype, keys.device)
-                states = empty.get(signature)
-                if states is None:
-                    states = empty[signature] = (
-                        keys.new_empty((*keys.shape[:-2], 0, keys.shape[-1])),
-                        values.new_empty((*values.shape[:-2], 0, values.shape[-1])),
-                    )
-                layer.keys, layer.values = states
+            if layer.is_initialized:
+                layer.keys, layer.values = None, None
+                layer.is_initialized = False
     else:
         for layer in layers:
             if layer.get_seq_length() > max_length:
