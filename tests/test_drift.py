@@ -252,6 +252,11 @@ def test_new_target_adds_files_that_status_and_tests_pick_up(releases, tmp_path)
     shutil.copytree(SRC, root / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     for name in ("requirements-v5_25.txt", "requirements-v5_25-nodeps.txt"):
         shutil.copyfile(SRC.parent / name, root / name)
+    # The placeholder test takes its license header from the nearest target's tests
+    (root / "tests/v5_25/utils").mkdir(parents=True)
+    shutil.copyfile(
+        SRC.parent / "tests/v5_25/utils/test_cache_utils.py", root / "tests/v5_25/utils/test_cache_utils.py"
+    )
     source = get_target("v5_25")
     release = Release("5.26.0", _wheel(tmp_path / "files", "5.26.0", {"transformers/cache_utils.py": NEW_CACHE_UTILS}))
     written, gone = new_target.create_target(release, source, root)

@@ -134,22 +134,9 @@ def table_source(source: Target, new: str, version: str, fingerprints, gone: lis
     return cst.parse_module(table).visit(rewriter).code
 
 
+# The placeholder test of a new target, below the license header of the nearest target's tests (`{header}`)
 PLACEHOLDER_TEST = '''\
-# Copyright 2026 The HuggingFace Team. All rights reserved.
-#
-# Licensed under the Apache License, Version 2.0 (the "License");
-# you may not use this file except in compliance with the License.
-# You may obtain a copy of the License at
-#
-#     http://www.apache.org/licenses/LICENSE-2.0
-#
-# Unless required by applicable law or agreed to in writing, software
-# distributed under the License is distributed on an "AS IS" BASIS,
-# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
-# See the License for the specific language governing permissions and
-# limitations under the License.
-
-import unittest
+{header}import unittest
 
 from transformers import is_torch_available
 from transformers.testing_utils import require_torch
@@ -245,7 +232,11 @@ def create_target(
     tests = root / "tests" / name
     files[tests / "__init__.py"] = ""
     files[tests / "utils" / "__init__.py"] = ""
-    files[tests / "utils" / "test_cache_utils.py"] = PLACEHOLDER_TEST.replace("{source}", source.name)
+    source_test = (root / "tests" / source.name / "utils" / "test_cache_utils.py").read_text()
+    header = cst.Module(body=[], header=cst.parse_module(source_test).header).code
+    files[tests / "utils" / "test_cache_utils.py"] = PLACEHOLDER_TEST.replace("{header}", header).replace(
+        "{source}", source.name
+    )
     existing = [str(path) for path in files if path.exists()]
     if existing:
         raise FileExistsError(f"new-target only adds files, and these exist: {', '.join(existing)}")
