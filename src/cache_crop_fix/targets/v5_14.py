@@ -105,6 +105,8 @@ STEPS = (
             "what to do instead) and leave the whole cache unchanged; 5.14 silently kept wrong states.",
             '`crop(0)` on linear-attention layers: was "trim the recorded past, keep everything"; now a full reset '
             "of their conv and recurrent states, like every other layer.",
+            "`crop(0)` of a `DynamicCache` puts its layers back as they were built (`keys` is `None` until the next "
+            "`update`), which frees the old states at once and costs no tensor work.",
         ),
     ),
     Step(
