@@ -231,7 +231,8 @@ class Group:
 
     def restore_cache(self, cache: Cache) -> None:
         for layer in cache.layers:
-            layer.keys, layer.values = self.keys, self.values
+            # A full rollback may have put the layer back as it was built (5.14's `crop(0)`): initialized again here
+            layer.keys, layer.values, layer.is_initialized = self.keys, self.values, True
             if self.kind == "sliding":
                 layer.cumulative_length = self.seq
             elif self.kind == "hybrid":
@@ -272,7 +273,7 @@ class Group:
     def result(self) -> str:
         """What the first cache holds now (to show what each variant did)."""
         layer = self.caches[0].layers[0]
-        text = str(layer.keys.shape[-2])
+        text = str(layer.keys.shape[-2]) if layer.is_initialized else "0 (as built)"
         if self.kind == "hybrid":
             text += f", conv {layer.conv_states[0].shape[-1]}"
         return text
@@ -327,6 +328,11 @@ def measure_latency(sizes: Sizes, log) -> dict:
                             group.restore()
                             syncs[key] = count_syncs(group.caches[0].crop, arg)
                         results[key] = group.result()
+                    elif group.result() != results[key]:
+                        # `restore` must put back everything a crop changes, or later rounds time another crop
+                        raise RuntimeError(
+                            f"{key}: round {round_idx + 1} left {group.result()}, round 1 {results[key]}"
+                        )
         log(f"  latency round {round_idx + 1}/{sizes.rounds}: {time.perf_counter() - start:.1f} s")
     # What the untimed ops do to a hybrid cache (a fresh one each time: a full rollback may zero states in place)
     for seq in sizes.hybrid_seq_lengths:
