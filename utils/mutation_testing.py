@@ -54,6 +54,7 @@ TEST_SELECTION = {
         "tests/v5_14/generation",
         "tests/v5_14/models",
         "tests/test_call_sites.py",
+        "tests/test_kept_v5_14.py",
         "tests/test_stateful.py",
         "tests/test_stateful_hybrid.py",
         "tests/test_stateful_history.py",
@@ -74,7 +75,7 @@ TEST_SELECTION = {
 # The end-to-end generation and stateful tests then run only for the survivors of the first phase (`--recheck`, which
 # runs every test that executes the mutated function).
 FAST_TESTS = {
-    "v5_14": ("tests/v5_14/", "tests/test_call_sites.py"),
+    "v5_14": ("tests/v5_14/", "tests/test_call_sites.py", "tests/test_kept_v5_14.py"),
     "v5_24": ("tests/v5_24/",),
     "v5_25": ("tests/v5_25/", "tests/test_syncs.py"),
 }

@@ -299,4 +299,275 @@ OPERATOR: dict[tuple[str, str, str], str] = {
     ): "with equal lengths `activate_past_recording` is called with the `maxlen` the history already has: the same history.",
 }
 
-SEMANTIC: dict[tuple[str, str, str], str] = {}
+SEMANTIC: dict[tuple[str, str, str], str] = {
+    (
+        "step1_clamp/cache_utils.py",
+        "DynamicLayer.crop: swapped: self.keys = self.keys[..., :max_length, :] <-> self.values = self.values[..., :max_length, :]",
+        "semantic/swap",
+    ): "the key and value slices are independent: each reads and writes its own attribute.",
+    (
+        "step2_deprecate/cache_utils.py",
+        "_as_crop_int: deleted: if type(value) is int: return value",
+        "semantic/delete",
+    ): "a fast path: a plain int then takes the general path, where it is no bool and no tensor, and `operator.index` returns it unchanged.",
+    (
+        "step2_deprecate/cache_utils.py",
+        "_as_crop_int: deleted: return value",
+        "semantic/delete",
+    ): "a fast path: a plain int then takes the general path, where it is no bool and no tensor, and `operator.index` returns it unchanged.",
+    (
+        "step2_deprecate/cache_utils.py",
+        "_as_crop_int: swapped: if type(value) is int: return value <-> is_bool = isinstance(value, bool) or (isinstance(value, tor…",
+        "semantic/swap",
+    ): "`is_bool` only reads the argument's type and dtype: computing it before the fast path changes nothing.",
+    (
+        "step2_deprecate/cache_utils.py",
+        "_as_crop_int: swapped: is_bool = isinstance(value, bool) or (isinstance(value, tor… <-> is_multi_dim_tensor = isinstance(value, torch.Tensor) and v…",
+        "semantic/swap",
+    ): "two local reads of the argument's type, dtype and dimensions: neither reads what the other writes.",
+    (
+        "step2_deprecate/cache_utils.py",
+        "_as_crop_int: swapped: if not (is_bool or is_multi_dim_tensor): try: return operat… <-> description = f'a tensor of shape {tuple(value.shape)}' if …",
+        "semantic/swap",
+    ): "`description` only reads the argument (its shape or `repr`): computing it before the conversion changes nothing but time.",
+    (
+        "step2_deprecate/cache_utils.py",
+        "Cache.crop: deleted: if type(max_length) is int and max_length < 0 and (tokens_to_remove is None): self._crop(…",
+        "semantic/delete",
+    ): "a fast path: `_check_crop_argument` returns a negative int unchanged and without a warning when `tokens_to_remove` is `None`, and `_crop` then runs on it.",
+    (
+        "step2_deprecate/cache_utils.py",
+        "Cache.crop: swapped: if type(max_length) is int and max_length < 0 and (tokens_t… <-> max_length = _check_crop_argument(max_length, tokens_to_rem…",
+        "semantic/swap",
+    ): "the argument is validated once either way (it may warn or raise first), and a negative int then takes the fast path to the same `_crop` call as the general path.",
+    (
+        "step7_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.activate_past_recording: in history.maxlen < history_length: history_length -> history_length + 1",
+        "semantic/off-by-one",
+    ): "with `maxlen == history_length` the history is re-created from its own entries with the same `maxlen`: the same history.",
+    (
+        "step7_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: LinearAttentionCacheLayerMixin._check_crop(self, tokens_to_… moved past if tokens_to_remove == 0: for state_idx in range(self.numbe…",
+        "semantic/check-moved",
+    ): "`_check_crop(0)` returns at once, and the block it moves past runs only for 0: any other argument is still checked before anything changes.",
+    (
+        "step7_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: swapped: history.clear() <-> self._history_has_past = False",
+        "semantic/swap",
+    ): "two independent statements: the history and the flag are different attributes, and neither reads the other.",
+    (
+        "step7_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: swapped: self._history_has_past = False <-> self._history_pending_tokens = None",
+        "semantic/swap",
+    ): "two independent statements: each sets its own attribute to a constant.",
+    (
+        "step7_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: swapped: self._history_pending_tokens = None <-> self._history_conv_state = None",
+        "semantic/swap",
+    ): "two independent statements: each sets its own attribute to a constant.",
+    (
+        "step7_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: removed: self._history_pending_tokens = None [1]",
+        "semantic/flag",
+    ): "the pending count is `None` between two forward passes: each pass sets it (attention layer first) and the recurrent update consumes it, or the attention layer writes into the entry the update made (linear layer first), and a layer without recurrent states never reads it; rollbacks happen between passes.",
+    (
+        "step7_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: removed: self._history_pending_tokens = None [2]",
+        "semantic/flag",
+    ): "the pending count is `None` between two forward passes: each pass sets it (attention layer first) and the recurrent update consumes it, or the attention layer writes into the entry the update made (linear layer first), and a layer without recurrent states never reads it; rollbacks happen between passes.",
+    (
+        "step7_history/cache_utils.py",
+        "LinearAttentionLayer.update_recurrent_state: removed: self._history_pending_tokens = None",
+        "semantic/flag",
+    ): "the pending count is `None` between two forward passes: each pass sets it (attention layer first) and the recurrent update consumes it, or the attention layer writes into the entry the update made (linear layer first), and a layer without recurrent states never reads it; rollbacks happen between passes.",
+    (
+        "step7_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: removed: self._history_conv_state = None [1]",
+        "semantic/flag",
+    ): "the next entry is made with `_history_has_past` false, so it holds no recurrent states, and restoring such an entry never reads its conv states; the update then copies the current conv states again (a layer without conv states never has any to keep).",
+    (
+        "step7_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: removed: self._history_conv_state = None [2]",
+        "semantic/flag",
+    ): "the next entry is made with `_history_has_past` false, so it holds no recurrent states, and restoring such an entry never reads its conv states; the update then copies the current conv states again (a layer without conv states never has any to keep).",
+    (
+        "step7_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: removed: self.has_previous_state[0] = True",
+        "semantic/flag",
+    ): "an entry with recurrent states is restored only after at least two updates since the last reset (an entry without them is the oldest), and each update's conv step already set `has_previous_state[0]`.",
+    (
+        "step7_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: removed: self._history_has_past = True",
+        "semantic/flag",
+    ): "an entry with recurrent states is restored only after an update since the last reset (an entry without them is the oldest), and every update sets `_history_has_past`.",
+    (
+        "step7_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: swapped: if any(self.is_recurrent_states_initialized.values()): dept… <-> for state_idx, is_initialized in self.is_conv_states_initia…",
+        "semantic/swap",
+    ): "with recurrent states the history then restores `conv_states[0]` from the entry (every entry with recurrent states holds a copy), or the layer has no past and its next update does not read the sliced conv states.",
+    (
+        "step7_history/generation/candidate_generator.py",
+        "AssistedCandidateGenerator._prepare_assistant_cache: removed: self.generation_config.cache_implementation = None",
+        "semantic/flag",
+    ): "`_update_past_and_masks`, its only caller, sets it to `None` right after in the same call, since the cache is then in `assistant_kwargs`.",
+    (
+        "step7_history/generation/candidate_generator.py",
+        "AssistedCandidateGenerator._set_assistant_history_length: in getattr(self, '_assistant_history_length', 0) < history_len…: history_length -> history_length + 1",
+        "semantic/off-by-one",
+    ): "with equal lengths `activate_past_recording` is called with the `maxlen` the history already has: the same history.",
+    (
+        "step3_atomic/cache_utils.py",
+        "DynamicSlidingWindowLayer.crop: self._check_crop(max_length) moved past new_length = _get_crop_length(max_length, self.get_seq_leng…",
+        "semantic/check-moved",
+    ): "`new_length` is only computed (a read of the length): the check still runs before anything changes.",
+    (
+        "step4_static/cache_utils.py",
+        "StaticSlidingWindowLayer.crop: self._check_crop(max_length) moved past new_length = _get_crop_length(max_length, seq_length)",
+        "semantic/check-moved",
+    ): "`new_length` is only computed (a read of the length): the check still runs before anything changes.",
+    (
+        "step6_models/models/deepseek_v4/modeling_deepseek_v4.py",
+        "DeepseekV4HCACache._check_crop: super()._check_crop(max_length) moved past seq_length = self.get_seq_length()",
+        "semantic/check-moved",
+    ): "`seq_length` is only read: the check still runs before anything else.",
+    (
+        "step3_atomic/cache_utils.py",
+        "LinearAttentionAndSlidingWindowAttentionLayer.crop: self._check_crop(max_length) moved past DynamicSlidingWindowLayer.crop(self, max_length)",
+        "semantic/check-moved",
+    ): "`DynamicSlidingWindowLayer.crop` starts with `self._check_crop`, this class's check of both parts: both are still checked before either changes.",
+    (
+        "step4_static/cache_utils.py",
+        "LinearAttentionAndStaticFullAttentionLayer.crop: self._check_crop(max_length) moved past StaticLayer.crop(self, max_length)",
+        "semantic/check-moved",
+    ): "`StaticLayer.crop` starts with `self._check_crop`, this class's check of both parts: both are still checked before either changes.",
+    (
+        "step4_static/cache_utils.py",
+        "LinearAttentionAndStaticSlidingWindowAttentionLayer.crop: self._check_crop(max_length) moved past StaticSlidingWindowLayer.crop(self, max_length)",
+        "semantic/check-moved",
+    ): "`StaticSlidingWindowLayer.crop` starts with `self._check_crop`, this class's check of both parts: both are still checked before either changes.",
+    (
+        "step4_static/cache_utils.py",
+        "StaticLayer.crop: self._check_crop(max_length) moved past if max_length < 0: self.cumulative_length.sub_(min(-max_len…",
+        "semantic/check-moved",
+    ): "the `_check_crop` of the layers that reach here never raises (`StaticLayer`'s and its subclasses'), or the caller already passed it (the static hybrid layer's `crop` checks both parts first).",
+    (
+        "step4_static/cache_utils.py",
+        "StaticSlidingWindowLayer.crop: self.keys[:, :, new_length:seq_length].zero_() -> self.keys[:, :, new_length:seq_length] = torch.zeros_like(self.keys[:, :, new_length:seq_length])",
+        "semantic/new-tensor",
+    ): "assigning to a slice of a tensor writes in place: the same as `zero_()`.",
+    (
+        "step4_static/cache_utils.py",
+        "StaticSlidingWindowLayer.crop: self.values[:, :, new_length:seq_length].zero_() -> self.values[:, :, new_length:seq_length] = torch.zeros_like(self.values[:, :, new_length:seq_length])",
+        "semantic/new-tensor",
+    ): "assigning to a slice of a tensor writes in place: the same as `zero_()`.",
+    (
+        "step6_models/models/deepseek_v4/modeling_deepseek_v4.py",
+        "DeepseekV4HCACache.crop: in new_length < seq_length: seq_length -> seq_length + 1",
+        "semantic/off-by-one",
+    ): "with 0 removed tokens the buffers are sliced to their own length: the same values.",
+    (
+        "step6_models/models/minimax_m3_vl/modeling_minimax_m3_vl.py",
+        "MiniMaxM3VLSparseCacheLayer.crop: in self.idx_keys.shape[-2] > new_length: new_length -> new_length - 1",
+        "semantic/off-by-one",
+    ): "when the lengths are equal the extra slice `[..., :new_length, :]` keeps every index key (same values).",
+    (
+        "step3_atomic/cache_utils.py",
+        "_crop_dynamic_layers: in layer.get_seq_length() > max_length: max_length -> max_length - 1",
+        "semantic/off-by-one",
+    ): "when the length equals `max_length` the extra slice `[..., :max_length, :]` keeps every token (same values).",
+    (
+        "step7_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.activate_past_recording: swapped: self.history = collections.deque(history or (), maxlen=hist… <-> if history is None: has_past = self.is_recurrent_states_ini…",
+        "semantic/swap",
+    ): "the block reads the local `history` (the old one) and the layer's states, never `self.history`: the same values either way.",
+    (
+        "step7_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: swapped: self.has_previous_state[0] = False <-> self._history_has_past = False",
+        "semantic/swap",
+    ): "two independent statements: each sets its own attribute (from a constant or a local), and neither reads what the other writes.",
+    (
+        "step7_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: swapped: self._history_has_past = False <-> self._history_conv_state = None",
+        "semantic/swap",
+    ): "two independent statements: each sets its own attribute (from a constant or a local), and neither reads what the other writes.",
+    (
+        "step7_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: swapped: self.recurrent_states[0] = recurrent_state <-> self.has_previous_state[0] = True",
+        "semantic/swap",
+    ): "two independent statements: each sets its own attribute (from a constant or a local), and neither reads what the other writes.",
+    (
+        "step7_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: swapped: self.has_previous_state[0] = True <-> self._history_has_past = True",
+        "semantic/swap",
+    ): "two independent statements: each sets its own attribute (from a constant or a local), and neither reads what the other writes.",
+    (
+        "step7_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: swapped: self._history_has_past = True <-> if conv_state is not None: self.conv_states[0] = conv_state…",
+        "semantic/swap",
+    ): "two independent statements: each sets its own attribute (from a constant or a local), and neither reads what the other writes.",
+    (
+        "step7_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: swapped: self.conv_states[0] = conv_state <-> self._history_conv_state = conv_state.clone()",
+        "semantic/swap",
+    ): "both read only the local `conv_state` (the second copies it) and write different attributes.",
+    (
+        "step7_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: swapped: self._history_recurrent_version = _tensor_version(self.recu… <-> self._history_pending_tokens = None",
+        "semantic/swap",
+    ): "two independent statements: each sets its own attribute (from a constant or a local), and neither reads what the other writes.",
+    (
+        "step7_history/cache_utils.py",
+        "LinearAttentionLayer.update_conv_state: swapped: self.has_previous_state[state_idx] = True <-> missing = kernel_size - conv_states.shape[-1]",
+        "semantic/swap",
+    ): "`missing` reads the kernel size and the argument, not the flag.",
+    (
+        "step3_atomic/cache_utils.py",
+        "EncoderDecoderCache._check_crop: deleted: return self.self_attention_cache._check_crop(max_length)",
+        "semantic/delete",
+    ): "no caller in the stacked fix: `EncoderDecoderCache.crop` crops through the self-attention cache's own `crop` (which checks first), and step 7's candidate generator no longer calls `_check_crop`.",
+    (
+        "step7_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.activate_past_recording: swapped: self._history_has_past = has_past <-> self._history_conv_state = self.conv_states[0].clone() if h…",
+        "semantic/swap",
+    ): "two independent statements: each sets its own attribute (from a constant or a local), and neither reads what the other writes.",
+    (
+        "step7_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.activate_past_recording: swapped: self._history_conv_state = self.conv_states[0].clone() if h… <-> self._history_recurrent_version = _tensor_version(self.recu…",
+        "semantic/swap",
+    ): "two independent statements: each sets its own attribute (from a constant or a local), and neither reads what the other writes.",
+    (
+        "step7_history/cache_utils.py",
+        "LinearAttentionLayer.update_recurrent_state: swapped: if history is None or self.number_of_states != 1: if not se… <-> if not self.is_recurrent_states_initialized[state_idx]: sel…",
+        "semantic/swap",
+    ): "the lazy initialization then runs first, and the branch's own one is skipped: the same initialized states either way.",
+    (
+        "step7_history/cache_utils.py",
+        "LinearAttentionLayer.update_recurrent_state: swapped: if not self.is_recurrent_states_initialized[state_idx]: sel… <-> previous_states = self.recurrent_states[state_idx] if self.…",
+        "semantic/swap",
+    ): "`previous_states` reads the states only when `_history_has_past` is true, and then they are initialized (the lazy initialization does nothing).",
+    (
+        "step7_history/cache_utils.py",
+        "LinearAttentionLayer.update_recurrent_state: swapped: self._history_pending_tokens = None <-> self._history_has_past = True",
+        "semantic/swap",
+    ): "two independent statements: each sets its own attribute (from a constant or a local), and neither reads what the other writes.",
+    (
+        "step7_history/cache_utils.py",
+        "LinearAttentionLayer.update_recurrent_state: swapped: self._history_has_past = True <-> self.recurrent_states[state_idx] = recurrent_states",
+        "semantic/swap",
+    ): "two independent statements: each sets its own attribute (from a constant or a local), and neither reads what the other writes.",
+    (
+        "step7_history/cache_utils.py",
+        "LinearAttentionLayer.update_recurrent_state: swapped: self.recurrent_states[state_idx] = recurrent_states <-> self._history_recurrent_version = _tensor_version(recurrent…",
+        "semantic/swap",
+    ): "the version is read from the argument, the very tensor stored: the same value before or after storing it.",
+    (
+        "step7_history/cache_utils.py",
+        "LinearAttentionLayer.update_recurrent_state: swapped: self._history_recurrent_version = _tensor_version(recurrent… <-> if self.is_conv_states_initialized[state_idx]: self._histor…",
+        "semantic/swap",
+    ): "two independent statements: each sets its own attribute (from a constant or a local), and neither reads what the other writes.",
+    (
+        "step7_history/cache_utils.py",
+        "Cache.update: swapped: if self.layer_class_to_replicate is not None: while len(sel… <-> if self.offloading: torch.cuda.default_stream(key_states.de…",
+        "semantic/swap",
+    ): "upstream's lines: the loop appends layers up to `layer_idx` only, so the offloading prefetch of `layer_idx + 1` (CUDA only) sees the same layers before or after it.",
+}

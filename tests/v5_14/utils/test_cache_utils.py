@@ -656,6 +656,7 @@ class StaticLayersCropTest(CropTestMixin, unittest.TestCase):
         _fill_codes(cache, 3, step=step)
         layer = cache.layers[0]
         addresses = (layer.keys.data_ptr(), layer.values.data_ptr(), layer.cumulative_length.data_ptr())
+        counter = getattr(layer, "indexer_cumulative_length", None)
 
         _crop_quietly(cache, argument)
 
@@ -665,6 +666,7 @@ class StaticLayersCropTest(CropTestMixin, unittest.TestCase):
         self.assertEqual(
             (layer.keys.data_ptr(), layer.values.data_ptr(), layer.cumulative_length.data_ptr()), addresses
         )
+        self.assertIs(getattr(layer, "indexer_cumulative_length", None), counter)
 
         keys, values = _update(cache, expected_length, 2)
         self.assertExact(_shown(layer, "keys", keys), _static_buffer(expected_length + 2))
@@ -727,10 +729,10 @@ class StaticSlidingWindowLayerCropTest(CropTestMixin, unittest.TestCase):
         self.assertEqual((cache.layers[0].keys.data_ptr(), cache.layers[0].values.data_ptr()), addresses)
         self.assertSameAsFresh(cache, expected_length)
 
-    @parameterized.expand([(-1,), (-3,), (2,)])
-    def test_partial_crop_beyond_the_window_raises(self, argument):
+    @parameterized.expand([(num_tokens, argument) for num_tokens in (WINDOW + 1, 6) for argument in (-1, -3, 2)])
+    def test_partial_crop_beyond_the_window_raises(self, num_tokens, argument):
         cache = self._cache()
-        _fill_codes(cache, 6, step=1)
+        _fill_codes(cache, num_tokens, step=1)
         self.assertRefusedAtomically(
             cache, argument, ValueError, "StaticSlidingWindowLayer", "crop(-cache.get_seq_length())"
         )
@@ -932,9 +934,9 @@ class LinearAttentionLayerCropTest(CropTestMixin, unittest.TestCase):
         (conv_states,) = _feed(cache, 2, 1)
         self.assertExact(conv_states[..., -KERNEL:], _conv_window(3))
 
-    @parameterized.expand(PARTIAL_CROPS)
-    def test_partial_crop_with_recurrent_states_raises(self, argument):
-        cache = _linear_cache()
+    @parameterized.expand([(record_past, *case) for record_past in (True, False) for case in PARTIAL_CROPS])
+    def test_partial_crop_with_recurrent_states_raises(self, record_past, argument):
+        cache = _linear_cache(record_past)
         _feed(cache, 0, 3, "conv+recurrent")
         self.assertRefusedAtomically(
             cache, argument, RuntimeError, "LinearAttentionLayer", "crop(-cache.get_seq_length())"
@@ -963,15 +965,22 @@ class LinearAttentionLayerCropTest(CropTestMixin, unittest.TestCase):
     def test_full_rollback_resets_then_next_update_is_a_prefill(self, linear, record_past, argument):
         cache = _linear_cache(record_past)
         _feed(cache, 0, 3, linear)
+        layer = cache.layers[1]
+        states = (layer.conv_states[0], layer.recurrent_states[0])
         _crop_quietly(cache, argument)
 
         self.assertEqual(cache.get_seq_length(), 0)
-        self.assertLinearLayerReset(cache.layers[1])
+        self.assertLinearLayerReset(layer)
         (conv_states,) = _feed(cache, 0, 2, linear)
         self.assertExact(conv_states[..., -KERNEL:], _conv_window(2))
         self.assertEqual(cache.get_seq_length(), 2)
         if linear == "conv+recurrent":
-            self.assertEqual(cache.layers[1].recurrent_states[0].max().item(), 2)
+            self.assertEqual(layer.recurrent_states[0].max().item(), 2)
+        # The states keep their static address (reset and updated in place), but recorded conv states, which grow
+        if not record_past:
+            self.assertIs(layer.conv_states[0], states[0])
+        if linear == "conv+recurrent":
+            self.assertIs(layer.recurrent_states[0], states[1])
 
     @parameterized.expand(CROP_CASES)
     def test_never_updated_placeholder_layer(self, argument, expected_length):
@@ -1179,9 +1188,12 @@ class MiniMaxM3VLCropTest(CropTestMixin, unittest.TestCase):
         )
         cache = Cache(layers=[layer])
         _fill_codes(cache, 3, step=1)
+        counter = getattr(layer, "idx_cumulative_length", None)
 
         _crop_quietly(cache, argument)
         self.assertEqual(int(layer.get_seq_length()), expected_length)
+        # The static index counter moves in place (a static address)
+        self.assertIs(getattr(layer, "idx_cumulative_length", None), counter)
         if name == "dynamic":
             self.assertExact(layer.keys, _codes(0, expected_length))
             self.assertExact(layer.idx_keys, _codes(0, expected_length))
@@ -1637,13 +1649,13 @@ class LayerLevelEdgeCasesTest(CropTestMixin, unittest.TestCase):
         cache.layers[0].crop(argument)
         self.assertSameState(_full_snapshot(cache), before, "cache")
 
-    @parameterized.expand([(1,), (2,)])
-    def test_linear_layer_refuses_absolute_lengths(self, argument):
+    @parameterized.expand([(argument, linear) for argument in (1, 2) for linear in ("conv", "conv+recurrent")])
+    def test_linear_layer_refuses_absolute_lengths(self, argument, linear):
         # A linear attention layer has no sequence length: no positive argument can be honoured at the layer level
         layer = LinearAttentionLayer()
         cache = Cache(layers=[DynamicLayer(), layer])
         cache.activate_past_recording()
-        _feed(cache, 0, 3)
+        _feed(cache, 0, 3, linear)
         before = _full_snapshot(cache)
         with self.assertRaises(ValueError):
             layer.crop(argument)
@@ -1781,11 +1793,12 @@ class CropRefusalsAndNoOpsTest(CropTestMixin, unittest.TestCase):
 KERNEL_SIZE = 3
 
 
-def _linear_forward(cache, token_values, in_place_conv=True, in_place_recurrent=False):
+def _linear_forward(cache, token_values, in_place_conv=True, in_place_recurrent=False, versioned_recurrent=False):
     """
     One forward pass over `token_values`, updating the cache like Qwen3-Next's gated delta net does: a single token
     with cached states writes the conv states in place (`causal_conv1d_update`), more tokens pass the conv window to
-    `update_conv_state`; the recurrent states are handed over as a new tensor (or written in place, if asked).
+    `update_conv_state`; the recurrent states are handed over as a new tensor (or written in place, if asked), whose
+    version counter is 0 (or 1, as if a kernel made it in place, if asked).
     """
     tokens = torch.tensor(token_values, dtype=torch.float64).reshape(1, 1, -1).expand(1, 2, -1)
     for layer_idx, layer in enumerate(cache.layers):
@@ -1808,6 +1821,8 @@ def _linear_forward(cache, token_values, in_place_conv=True, in_place_recurrent=
             recurrent_states = layer.recurrent_states[0] + tokens.sum(dim=-1)
         else:
             recurrent_states = tokens.sum(dim=-1)
+        if versioned_recurrent:
+            recurrent_states = torch.zeros_like(recurrent_states).add_(recurrent_states)
         cache.update_recurrent_state(recurrent_states, layer_idx=layer_idx)
 
 
@@ -1855,8 +1870,11 @@ class LinearAttentionHistoryTest(unittest.TestCase):
             _linear_forward(cache, [9, 10], in_place_conv)
             _linear_forward(cache, [11], in_place_conv)
             self.assertEqual(_linear_states(cache), _expected_linear_states(kept + [9, 10, 11]))
-            # And can be rolled back again, by the tokens of one or of both updates
+            # And can be rolled back again, by the tokens of one or of both updates, and again after one more token
             cache.crop(-3)
+            self.assertEqual(_linear_states(cache), _expected_linear_states(kept))
+            _linear_forward(cache, [12], in_place_conv)
+            cache.crop(-1)
             self.assertEqual(_linear_states(cache), _expected_linear_states(kept))
 
     @parameterized.expand([(3, [1, 2, 3, 4]), (4, [1, 2, 3]), (7, []), (100, [])])
@@ -1957,6 +1975,19 @@ class LinearAttentionHistoryTest(unittest.TestCase):
         self.assertIs(kept_recurrent_states, recurrent_states)
         self.assertIsNot(conv_states, layer.conv_states[0])
         self.assertEqual(conv_states.tolist(), [[[0.0, 1.0, 2.0]] * 2])
+        # The update returns the states it stored
+        new_states = torch.ones(1, 2, dtype=torch.float64)
+        self.assertIs(layer.update_recurrent_state(new_states), new_states)
+
+    def test_restored_states_can_be_restored_again(self):
+        # Whatever the version counters of the states handed over (e.g. made in place by a kernel)
+        cache = _history_cache(history_length=3)
+        _linear_forward(cache, [1, 2], versioned_recurrent=True)
+        _linear_forward(cache, [3])
+        cache.crop(-1)
+        _linear_forward(cache, [4])
+        cache.crop(-1)
+        self.assertEqual(_linear_states(cache), _expected_linear_states([1, 2]))
 
     def test_recurrent_states_written_in_place_cannot_be_restored(self):
         cache = _history_cache(history_length=3)
@@ -2052,6 +2083,7 @@ class LinearAttentionHistoryTest(unittest.TestCase):
         layer.crop(-2)
         self.assertFalse(layer.has_previous_state[0])
         # The same after a full rollback of the cache
+        _linear_forward(cache, [5, 6])
         cache.crop(-cache.get_seq_length())
         _linear_forward(cache, [8, 9])
         layer.crop(-2)
@@ -2111,4 +2143,7 @@ class LinearAttentionHistoryTest(unittest.TestCase):
         accepted = torch.cat([candidates[:, :5], torch.tensor([[31]])], dim=-1)
         generator._update_past_and_masks(accepted)
         self.assertEqual(linear_layer.history.maxlen, 6)
+        generator.num_assistant_tokens = 6
+        generator._update_past_and_masks(accepted)
+        self.assertEqual(linear_layer.history.maxlen, 7)
         self.assertEqual(cache.get_seq_length(), accepted.shape[-1] - 1)
