@@ -141,7 +141,9 @@ class DynamicLayersCropTest(unittest.TestCase):
         self.assertEqual(layer.get_seq_length(), num_tokens)
         self.assertEqual(layer.get_mask_sizes(query_length), (num_tokens + query_length, 0))
         if num_tokens == 0 and not layer.is_initialized:
-            return  # `crop(0)` of a `DynamicCache` puts its layers back as they were built
+            # `crop(0)` of a `DynamicCache` puts its layers back as they were built, and frees their states
+            self.assertEqual((layer.keys, layer.values), (None, None))
+            return
         expected = _tokens(0, num_tokens)
         torch.testing.assert_close(layer.keys, expected, rtol=0, atol=0)
         torch.testing.assert_close(layer.values, expected, rtol=0, atol=0)

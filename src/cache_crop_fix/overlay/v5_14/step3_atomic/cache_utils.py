@@ -183,8 +183,9 @@ class LinearAttentionAndSlidingWindowAttentionLayer:
 
 def _crop_dynamic_layers(layers: list, max_length: int) -> None:
     """
-    Crops plain `DynamicLayer`s with an already validated `max_length`, exactly as their own `crop` would (after
-    [`Cache._check_crop`]: they can always be cropped, each by its own length), with the checks paid once per call.
+    Crops plain `DynamicLayer`s with an already validated `max_length`, keeping the tokens their own `crop` would
+    (after [`Cache._check_crop`]: they can always be cropped, each by its own length), with the checks paid once per
+    call. `crop(0)` puts them back as they were built.
     """
     if max_length < 0:
         # A stop before the first token gives an empty slice; a huge one is capped (slicing takes int64)
