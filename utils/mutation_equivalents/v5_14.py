@@ -570,4 +570,19 @@ SEMANTIC: dict[tuple[str, str, str], str] = {
         "Cache.update: swapped: if self.layer_class_to_replicate is not None: while len(sel… <-> if self.offloading: torch.cuda.default_stream(key_states.de…",
         "semantic/swap",
     ): "upstream's lines: the loop appends layers up to `layer_idx` only, so the offloading prefetch of `layer_idx + 1` (CUDA only) sees the same layers before or after it.",
+    (
+        "step3_atomic/cache_utils.py",
+        "_crop_dynamic_layers: swapped: layer.keys = layer.keys[..., :stop, :] <-> layer.values = layer.values[..., :stop, :]",
+        "semantic/swap",
+    ): "two stores of independent attributes, each reading only its own: the same states in either order.",
+    (
+        "step3_atomic/cache_utils.py",
+        "_crop_dynamic_layers: swapped: layer.keys = layer.keys[..., :max_length, :] <-> layer.values = layer.values[..., :max_length, :]",
+        "semantic/swap",
+    ): "two stores of independent attributes, each reading only its own: the same states in either order.",
+    (
+        "step3_atomic/cache_utils.py",
+        "_crop_dynamic_layers: swapped: layer.keys, layer.values = (None, None) <-> layer.is_initialized = False",
+        "semantic/swap",
+    ): "three stores of constants to independent attributes, nothing read in between: the same layer in either order.",
 }
