@@ -82,6 +82,16 @@ OPERATOR: dict[tuple[str, str, str], str] = {
         "core/NumberReplacer",
     ): "for 0 the checks below cannot raise: stored conv states are at least `kernel` wide (`0 > stored - kernel` is false) and no history is shorter than 0.",
     (
+        "step2_history/cache_utils.py",
+        'f"{what} (state {state_idx}) can only be rolled back by {max(available, -1)} token(s), the ones recorded since the "',
+        "core/NumberReplacer",
+    ): "`available` is never negative: stored conv states are at least `conv_kernel_size` wide (zeros before a short prefill, restricted to it by `crop`) and a history length is at least 0.",
+    (
+        "step2_history/cache_utils.py",
+        "self.recurrent_states_num_tokens = dict.fromkeys(range(number_of_states), -1)",
+        "core/NumberReplacer",
+    ): "a fresh layer's first forward then never counts as adjacent, which only drops the state from before its first token: only a full rollback (a reset) would restore it.",
+    (
         "step4_minimax/models/minimax_m3_vl/modeling_minimax_m3_vl.py",
         "if tokens_to_remove != 1 and self.idx_keys is not None:",
         "core/NumberReplacer",

@@ -253,23 +253,71 @@ class LinearAttentionHistoryTest(unittest.TestCase):
         layer.crop(-8)
         self.assertEqual((int(layer.get_seq_length()), layer.has_previous_state[0]), (0, False))
 
-    def test_crop_into_the_first_kernel_columns_pads_the_conv_states(self):
-        # Every token is still in the recorded conv states: keeping 1 token leaves 1 column, padded to the kernel size
-        # with the zeros the conv sees before the first token
+    @parameterized.expand([(states, prefill) for states in ("conv", "recurrent") for prefill in (3, 4)])
+    def test_after_crop_0_only_the_tokens_of_the_next_forward_can_be_removed(self, states, prefill):
+        # `generate` calls `crop(0)` after the prefill: the conv states keep `conv_kernel_size` columns, so a verification
+        # of `prefill - 1` tokens can remove those tokens, not one more (with or without recurrent states)
         layer = _recording_layer(3)
-        _forward(layer, 0, 3, 3)
-        _forward(layer, 3, 1, 3)
-        layer.crop(-3)
+
+        def forward(start, length):
+            if states == "conv":
+                layer.update_conv_state(_tokens(start, length).view(1, 1, length), conv_kernel_size=2)
+            else:
+                _forward(layer, start, length, 3)
+
+        forward(0, prefill)
+        layer.crop(0)
+        forward(prefill, prefill - 1)
+        total = 2 * prefill - 1
+        with self.assertRaisesRegex(ValueError, f"Cannot remove {prefill} of the {total} tokens.*conv states"):
+            layer.crop(-prefill)
+        self.assertEqual(layer.conv_states[0].shape[-1], prefill + 1)
+        layer.crop(-(prefill - 1))
+        self.assertEqual(layer.conv_states[0][0, 0].tolist(), [prefill - 1.0, prefill])
+        self.assertEqual(int(layer.get_seq_length()), prefill)
+        if states == "recurrent":
+            self.assertEqual(layer.recurrent_states[0].item(), prefill)
+
+    def test_tokens_counted_by_increase_count_are_cropped(self):
+        # Without recording, models that update the conv states in place (one-token decoding) count the token with
+        # `increase_count`: a partial crop is then refused, and removing every token is a full rollback
+        layer = LinearAttentionLayer()
+        _forward(layer, 0, 3, 1)
+        counter, address = layer.cumulative_length_linear, layer.cumulative_length_linear.data_ptr()
+        for _ in range(2):
+            layer.increase_count(0)
+            layer.update_recurrent_state(torch.ones(1, 1, dtype=torch.float64))
+        self.assertEqual(int(layer.get_seq_length()), 5)
+        self.assertIs(layer.cumulative_length_linear, counter)
+        self.assertEqual(counter.data_ptr(), address)
+        with self.assertRaisesRegex(ValueError, "Cannot remove 3 of the 5 tokens"):
+            layer.crop(-3)
+        layer.crop(-5)
+        self.assertEqual((int(layer.get_seq_length()), layer.has_previous_state[0]), (0, False))
+
+    @parameterized.expand([((3, 1), 3), ((2,), 1)])
+    def test_crop_into_the_first_kernel_columns_pads_the_conv_states(self, forwards, removed):
+        # Every token is still in the recorded conv states: keeping 1 token leaves 1 column, padded to the kernel size
+        # with the zeros the conv sees before the first token (also when the conv states are exactly the kernel size)
+        layer = _recording_layer(3)
+        start = 0
+        for length in forwards:
+            _forward(layer, start, length, 3)
+            start += length
+        layer.crop(-removed)
         self.assertEqual(layer.conv_states[0][0, 0].tolist(), [0.0, 1.0])
         self.assertEqual((int(layer.get_seq_length()), layer.recurrent_states[0].item()), (1, 1.0))
 
     def test_recorded_conv_states_hold_the_zeros_before_a_short_prefill(self):
         # A prefill shorter than the kernel: the next forward sees the zeros before the first token, as without recording
-        # (a batch of 3 and 2 channels, so that no other dimension has the prefill's width)
+        # (a batch of 2 and 2 channels, as many as the kernel size, so that only the last dimension has the prefill's width)
         layer = _recording_layer(3)
-        layer.update_conv_state(_tokens(0, 6).view(3, 2, 1), conv_kernel_size=2)
-        full_conv_states = layer.update_conv_state(_tokens(6, 6).view(3, 2, 1))
-        self.assertEqual(full_conv_states[2, 1].tolist(), [0.0, 6.0, 12.0])
+        layer.update_conv_state(_tokens(0, 4).view(2, 2, 1), conv_kernel_size=2)
+        full_conv_states = layer.update_conv_state(_tokens(4, 4).view(2, 2, 1))
+        self.assertEqual(full_conv_states[1, 1].tolist(), [0.0, 4.0, 8.0])
+        # `crop(0)` restricts them to the kernel size (their last dimension)
+        layer.crop(0)
+        self.assertEqual(layer.conv_states[0][1, 1].tolist(), [4.0, 8.0])
 
     def test_a_crop_forgets_the_states_it_did_not_restore(self):
         # Two tokens left, both in the conv states: only the recurrent history limits a second crop, and it is empty
@@ -316,18 +364,27 @@ class LinearAttentionHistoryTest(unittest.TestCase):
         layer.crop(-1)
         self.assertEqual(layer.recurrent_states[0].item(), 6.0)
 
-    def test_each_state_has_its_own_history(self):
+    @parameterized.expand([(2,), (1,)])
+    def test_each_state_has_its_own_history(self, updated_states):
+        # A state the model never updates (1 of 2) stays empty through partial and full rollbacks
         layer = _recording_layer(3, number_of_states=2)
         for start, length in ((0, 4), (4, 3)):
-            _forward(layer, start, length, 3, state_idx=0)
-            _forward(layer, start, length, 3, state_idx=1, offset=100.0)
+            for i in range(updated_states):
+                _forward(layer, start, length, 3, state_idx=i, offset=100.0 * i)
         layer.crop(-2)
-        self.assertEqual([layer.recurrent_states[i].item() for i in (0, 1)], [5.0, 105.0])
+        self.assertEqual(
+            [layer.recurrent_states[i].item() for i in range(updated_states)], [5.0, 105.0][:updated_states]
+        )
+        layer.crop(-5)
+        for i in range(updated_states):
+            self.assertEqual((layer.conv_states[i].abs().sum().item(), layer.recurrent_states[i].item()), (0.0, 0.0))
+        self.assertEqual(layer.conv_states[1] is None, updated_states == 1)
 
-    def test_removing_every_token_or_more_resets_the_layer(self):
+    @parameterized.expand([(4, -(2**70)), (1, -1)])
+    def test_removing_every_token_or_more_resets_the_layer(self, length, removal):
         layer = _recording_layer(3)
-        _forward(layer, 0, 4, 3)
-        layer.crop(-(2**70))
+        _forward(layer, 0, length, 3)
+        layer.crop(removal)
         self.assertEqual((int(layer.get_seq_length()), layer.recurrent_states[0].item()), (0, 0.0))
         self.assertFalse(layer.has_previous_state[0])
         _forward(layer, 0, 2, 3)
