@@ -68,7 +68,12 @@ TEST_SELECTION = {
     # the upstream main target: its upstream-style tests, then the project's history tests (they hold for both targets)
     "v5_24": ("tests/v5_24", "tests/test_stateful_history.py", "tests/test_generation_history.py"),
     # upstream main (5.25): its upstream-style tests, the host-sync counts, then the end-to-end hybrid generation
-    "v5_25": ("tests/v5_25", "tests/test_syncs.py", "tests/test_generation_main_hybrid.py"),
+    "v5_25": (
+        "tests/v5_25",
+        "tests/test_syncs.py",
+        "tests/test_kept_attention_crops.py",
+        "tests/test_generation_main_hybrid.py",
+    ),
 }
 # The first phase of a two-phase session (`--fast`): the unit tests of the target, which kill most mutants in seconds.
 # The end-to-end generation and stateful tests then run only for the survivors of the first phase (`--recheck`, which
@@ -76,7 +81,7 @@ TEST_SELECTION = {
 FAST_TESTS = {
     "v5_14": ("tests/v5_14/", "tests/test_call_sites.py"),
     "v5_24": ("tests/v5_24/",),
-    "v5_25": ("tests/v5_25/", "tests/test_syncs.py"),
+    "v5_25": ("tests/v5_25/", "tests/test_syncs.py", "tests/test_kept_attention_crops.py"),
 }
 # Left out of the first phase although under FAST_TESTS: end-to-end runs of a model (a minute or more per mutant on the
 # shared machine); they run in the second phase.
