@@ -102,7 +102,7 @@ def test_positive_crop_is_refused_before_anything_changes(kind, error):
     layer = _layer(kind)
     before = _state(layer)
     with pytest.raises(error, match="positive|negative int"):
-        layer.crop(2)
+        layer.crop(1)
     after = _state(layer)
     assert after.keys() == before.keys()
     for name, value in before.items():
@@ -121,6 +121,12 @@ def test_dynamic_indexed_layer_crops_its_indexer_positions_and_keys(removal):
     kept = max(3 + removal, 0)
     assert layer.indexer_position_ids.tolist() == [list(range(kept))]
     assert layer.indexer_keys[0, :, 0].tolist() == [1.0, 2.0, 3.0][:kept]
+    # One indexed token, removed
+    layer = DynamicIndexedLayer()
+    layer.update(_tokens(0, 1), _tokens(0, 1))
+    layer.update_indexer(_tokens(0, 1).view(1, 1, 1))
+    layer.crop(removal)
+    assert layer.indexer_keys.shape[1] == 0
     # A layer whose model did not use the indexer yet (no positions, no index keys) crops its states only
     layer = DynamicIndexedLayer()
     layer.update(_tokens(0, 3), _tokens(0, 3))
