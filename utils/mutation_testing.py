@@ -73,6 +73,7 @@ TEST_SELECTION = {
         "tests/v5_25",
         "tests/test_syncs.py",
         "tests/test_linear_attention_kept.py",
+        "tests/test_kept_attention_crops.py",
         "tests/test_generation_main_hybrid.py",
     ),
 }
@@ -82,7 +83,12 @@ TEST_SELECTION = {
 FAST_TESTS = {
     "v5_14": ("tests/v5_14/", "tests/test_call_sites.py", "tests/test_kept_v5_14.py"),
     "v5_24": ("tests/v5_24/",),
-    "v5_25": ("tests/v5_25/", "tests/test_syncs.py", "tests/test_linear_attention_kept.py"),
+    "v5_25": (
+        "tests/v5_25/",
+        "tests/test_syncs.py",
+        "tests/test_linear_attention_kept.py",
+        "tests/test_kept_attention_crops.py",
+    ),
 }
 # Left out of the first phase although under FAST_TESTS: end-to-end runs of a model (a minute or more per mutant on the
 # shared machine); they run in the second phase.

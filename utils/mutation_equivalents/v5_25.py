@@ -424,4 +424,89 @@ SEMANTIC: dict[tuple[str, str, str], str] = {
         "DeepseekV4HCACache.crop: removed: self.cumulative_length = 0",
         "semantic/flag",
     ): "`reset` (the line before) already sets `cumulative_length` to 0.",
+    (
+        "step1_clamp/cache_utils.py",
+        "DynamicLayer.crop: swapped: if tokens_to_remove == 0 or not self.is_initialized: return <-> if tokens_to_remove < -2 ** 62: tokens_to_remove = -2 ** 62",
+        "semantic/swap",
+    ): "the clamp only changes the local `tokens_to_remove` (never to 0), which the early return does not depend on.",
+    (
+        "step1_clamp/cache_utils.py",
+        "DynamicLayer.crop: swapped: self.keys = self.keys[..., :tokens_to_remove, :] <-> self.values = self.values[..., :tokens_to_remove, :]",
+        "semantic/swap",
+    ): "the key and value slices are independent: each reads and writes its own attribute.",
+    (
+        "step3_refuse/cache_utils.py",
+        "DynamicSlidingWindowLayer._check_crop: swapped: if not self.record_past: raise RuntimeError('`crop` was cal… <-> first_stored_token = seq_length - self.keys.shape[-2]",
+        "semantic/swap",
+    ): "`first_stored_token` is a local computed from a read of the keys' shape: computing it before the recording check changes nothing.",
+    (
+        "step3_refuse/cache_utils.py",
+        "DynamicSlidingWindowLayer.crop: swapped: if not self.is_initialized: return <-> if tokens_to_remove < 0: tokens_to_remove = max(tokens_to_r…",
+        "semantic/swap",
+    ): "a layer never initialized has `cumulative_length == 0`: the clamp makes the removal 0, for which `_check_crop` returns at once, before the same early return.",
+    (
+        "step3_refuse/cache_utils.py",
+        "DynamicSlidingWindowLayer.crop: swapped: tokens_to_remove = max(tokens_to_remove, -self.cumulative_l… <-> DynamicSlidingWindowLayer._check_crop(self, tokens_to_remov…",
+        "semantic/swap",
+    ): "the clamp changes only removals of more than `cumulative_length` tokens, for which `_check_crop` returns at `-tokens_to_remove >= seq_length` either way.",
+    (
+        "step3_refuse/cache_utils.py",
+        "BaseQuantizedLayer.crop: swapped: if tokens_to_remove > 0: super().crop(tokens_to_remove) <-> self._check_crop(tokens_to_remove)",
+        "semantic/swap",
+    ): "`_check_crop` only reads and never raises for a positive value (`0 < -tokens_to_remove` is false): raising before or after it is the same.",
+    (
+        "step3_refuse/cache_utils.py",
+        "BaseQuantizedLayer.crop: swapped: self.reset() <-> self.cumulative_length = 0",
+        "semantic/swap",
+    ): "`reset` sets `cumulative_length` to 0 itself (`CacheLayerMixin.reset`, through `DynamicLayer.reset`): the same 0 in either order.",
+    (
+        "step3_refuse/cache_utils.py",
+        "BaseQuantizedLayer.crop: removed: self.cumulative_length = 0",
+        "semantic/flag",
+    ): "`reset` (the line before) already sets `cumulative_length` to 0 (`CacheLayerMixin.reset`, through `DynamicLayer.reset`).",
+    (
+        "step3_refuse/cache_utils.py",
+        "LinearAttentionAndSlidingWindowAttentionLayer.crop: deleted: self._check_crop(tokens_to_remove)",
+        "semantic/delete",
+    ): "`LinearAttentionLayer.crop`, the next statement, first calls `self._check_crop` (this class's: both parts) before changing anything.",
+    (
+        "step3_refuse/cache_utils.py",
+        "LinearAttentionAndStaticSlidingWindowAttentionLayer.crop: deleted: self._check_crop(tokens_to_remove)",
+        "semantic/delete",
+    ): "`LinearAttentionLayer.crop`, the next statement, first calls `self._check_crop` (this class's: both parts) before changing anything.",
+    (
+        "step3_refuse/cache_utils.py",
+        "LinearAttentionAndStaticSlidingWindowAttentionLayer._check_crop: swapped: LinearAttentionLayer._check_crop(self, tokens_to_remove) <-> StaticSlidingWindowLayer._check_crop(self, tokens_to_remove)",
+        "semantic/swap",
+    ): "both checks only read and raise before anything changes; when both refuse only the message differs.",
+    (
+        "step3_refuse/cache_utils.py",
+        "LinearAttentionAndStaticSlidingWindowAttentionLayer.crop: swapped: LinearAttentionLayer.crop(self, tokens_to_remove) <-> StaticSlidingWindowLayer.crop(self, tokens_to_remove)",
+        "semantic/swap",
+    ): "the parts share no state; the static sliding part's check, run again by `LinearAttentionLayer.crop` after its crop, passes (`is_croppable` unchanged, and a refused layer only allows a full removal, after which `0 < -tokens_to_remove < 0` is false).",
+    (
+        "step1_clamp/cache_utils.py",
+        "if tokens_to_remove <= -(2**62):",
+        "core/ReplaceComparisonOperator_Lt_LtE",
+    ): "`-(2**62)` is then replaced by itself.",
+    (
+        "step1_clamp/cache_utils.py",
+        "if tokens_to_remove < -(2** 63):",
+        "core/NumberReplacer",
+    ): "removals in `[-(2**63), -(2**62))` fit in 64 bits: the slice empties the layer without a warning, as the clamped one does (no layer holds 2**62 tokens).",
+    (
+        "step1_clamp/cache_utils.py",
+        "if tokens_to_remove < -(2** 61):",
+        "core/NumberReplacer",
+    ): "removals in `[-(2**62), -(2**61))` become `-(2**62)`: both empty any layer (no layer holds 2**61 tokens).",
+    (
+        "step1_clamp/cache_utils.py",
+        "tokens_to_remove = -(2** 61)",
+        "core/NumberReplacer",
+    ): "`-(2**61)` empties any layer too (no layer holds 2**61 tokens), and fits in 64 bits.",
+    (
+        "step1_clamp/cache_utils.py",
+        "if not self.is_indexer_initialized or self.indexer_keys.numel() == -1:",
+        "core/NumberReplacer",
+    ): "`numel()` is never -1; an initialized, empty indexer is sliced to the same empty tensor.",
 }

@@ -577,30 +577,98 @@ class RefusedCropTest(unittest.TestCase):
         # `crop(0)` keeps the `sliding_window - 1` tokens the next forward needs, in both states
         layer.crop(0)
         self.assertEqual([layer.keys[0, 0, :, 0].tolist(), layer.values[0, 0, :, 0].tolist()], [[4.0, 5.0, 6.0]] * 2)
-        # A partial crop keeps the `sliding_window - 1` tokens before the removed ones, in both states
+        # A partial crop keeps the `sliding_window - 1` tokens before the removed ones, in both states: of the 3 tokens
+        # added since `crop(0)`, all can be removed, not one more (the layer checks its own crops)
         layer.update(_tokens(6, 3), _tokens(6, 3))
-        layer.crop(-2)
-        self.assertEqual([layer.keys[0, 0, :, 0].tolist(), layer.values[0, 0, :, 0].tolist()], [[5.0, 6.0, 7.0]] * 2)
-        self.assertEqual(layer.get_seq_length(), 7)
+        with self.assertRaisesRegex(ValueError, "Cannot remove 4 of the 9 tokens"):
+            layer.crop(-4)
+        layer.crop(-3)
+        self.assertEqual([layer.keys[0, 0, :, 0].tolist(), layer.values[0, 0, :, 0].tolist()], [[4.0, 5.0, 6.0]] * 2)
+        self.assertEqual(layer.get_seq_length(), 6)
         # Removing more than every token empties it
         layer.crop(-100)
         self.assertEqual((layer.get_seq_length(), layer.keys.shape[-2], layer.values.shape[-2]), (0, 0, 0))
         keys, values = layer.update(_tokens(10, 2), _tokens(10, 2))
         self.assertEqual([keys[0, 0, :, 0].tolist(), values[0, 0, :, 0].tolist()], [[11.0, 12.0]] * 2)
 
+    @parameterized.expand([(4,), (6,)])
+    def test_sliding_window_without_recording_can_remove_nothing_or_everything(self, length):
+        # A full window that does not record holds its last 3 tokens
+        layer = DynamicSlidingWindowLayer(sliding_window=4)
+        layer.update(_tokens(0, length), _tokens(0, length))
+        layer.crop(0)
+        with self.assertRaisesRegex(RuntimeError, "does not track past states"):
+            layer.crop(1 - length)
+        self.assertEqual(
+            (layer.get_seq_length(), layer.keys[0, 0, :, 0].tolist()), (length, [length - 2.0, length - 1.0, length])
+        )
+        layer.crop(-length)
+        self.assertEqual((layer.get_seq_length(), layer.keys.shape[-2], layer.values.shape[-2]), (0, 0, 0))
+
     def test_static_sliding_window_that_wrapped_around_refuses(self):
         layer = StaticSlidingWindowLayer(max_cache_len=8, sliding_window=4)
         for position in range(6):
             layer.update(_tokens(position, 1), _tokens(position, 1))
         self.assertRefusedUnchanged(Cache(layers=[layer]), -1)
+        # The layer checks its own crops too: only nothing or every token can be removed
+        with self.assertRaisesRegex(ValueError, "Cannot remove 5 of the 6 tokens"):
+            layer.crop(-5)
+        layer.crop(0)
+        self.assertEqual((layer.get_seq_length(), int(layer.cumulative_length)), (6, 6))
+        layer.crop(-6)
+        self.assertEqual((layer.get_seq_length(), int(layer.cumulative_length)), (0, 0))
+
+    @parameterized.expand(
+        [(kind, refusing) for kind in ("dynamic", "static") for refusing in ("linear_part", "sliding_part")]
+    )
+    def test_hybrid_sliding_layer_checks_both_parts_before_cropping_either(self, kind, refusing):
+        if kind == "dynamic":
+            layer = LinearAttentionAndSlidingWindowAttentionLayer(sliding_window=4)
+        else:
+            layer = LinearAttentionAndStaticSlidingWindowAttentionLayer(max_cache_len=8, sliding_window=4)
+        if refusing == "linear_part":
+            # 3 tokens with 2 per-token states: the linear part cannot remove 2, the window (not full) could
+            layer.activate_past_recording(recurrent_states_to_keep=2)
+            layer.update(_tokens(0, 3), _tokens(0, 3))
+            _forward(layer, 0, 3, 2)
+            removal, error = -2, "recurrent states"
+        elif kind == "dynamic":
+            # A full window that does not record (the linear part holds its kernel's 4 tokens: it could)
+            layer.update(_tokens(0, 4), _tokens(0, 4))
+            layer.update_conv_state(_tokens(0, 4).view(1, 1, 4), conv_kernel_size=4)
+            removal, error = -1, "does not track past states"
+        else:
+            # A window that wrapped around (the linear part recorded the states of its last 3 tokens: it could)
+            layer.activate_past_recording(recurrent_states_to_keep=3)
+            for position in range(6):
+                layer.update(_tokens(position, 1), _tokens(position, 1))
+                _forward(layer, position, 1, 3)
+            removal, error = -1, "overwr"
+        before = (
+            int(layer.get_seq_length()),
+            layer.keys.clone(),
+            layer.num_tokens_linear,
+            layer.conv_states[0].clone(),
+        )
+        with self.assertRaisesRegex((ValueError, RuntimeError), error):
+            layer.crop(removal)
+        after = (int(layer.get_seq_length()), layer.keys, layer.num_tokens_linear, layer.conv_states[0])
+        self.assertEqual((after[0], after[2]), (before[0], before[2]))
+        self.assertTrue(torch.equal(after[1], before[1]) and torch.equal(after[3], before[3]))
 
     @require_optimum_quanto
     def test_quantized_layer_refuses(self):
         layer = QuantoQuantizedLayer(residual_length=2, q_group_size=16)
         layer.update(torch.ones(1, 1, 3, 64), torch.ones(1, 1, 3, 64))
-        with self.assertRaisesRegex(ValueError, "cannot remove 1 of its 3 tokens"):
-            layer.crop(-1)
+        for removal in (-1, -2):
+            with self.assertRaisesRegex(ValueError, f"cannot remove {-removal} of its 3 tokens"):
+                layer.crop(removal)
+        layer.crop(0)
         self.assertEqual(layer.get_seq_length(), 3)
+        # Removing every token empties both parts: the next tokens start a new sequence
+        layer.crop(-3)
+        keys, _ = layer.update(2 * torch.ones(1, 1, 2, 64), 2 * torch.ones(1, 1, 2, 64))
+        self.assertEqual((layer.get_seq_length(), keys.shape[-2], keys.unique().tolist()), (2, 2, [2.0]))
 
 
 @require_torch
