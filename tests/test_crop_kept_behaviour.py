@@ -1,7 +1,7 @@
 """What the fix keeps from upstream at the edges of its rules (each passes on stock transformers too, so it is a project
 test, not an exported one): a sliding window layer one token short of its window can still remove a token, an FP8
 layer never updated has nothing to crop, and UnlimitedOcr's static layer is not croppable while its prefill is shorter
-than the room kept for it; `reset` of a linear attention layer without a history zeroes its states in place."""
+than the room kept for it; `reset` of a linear attention layer without a history zeroes its states in place, and its updates without recording keep their addresses."""
 
 import pytest
 import torch
@@ -59,3 +59,16 @@ def test_linear_attention_layer_reset_zeroes_its_states_in_place():
     layer.reset()
     assert layer.conv_states[0] is conv_states and layer.recurrent_states[0] is recurrent_states
     assert not conv_states.any() and not recurrent_states.any()
+
+
+def test_linear_attention_layer_updates_without_recording_keep_the_states_addresses():
+    # Static addresses, as upstream: the conv states are copied in place, the cached recurrent states are returned
+    from transformers.cache_utils import LinearAttentionLayer
+
+    layer = LinearAttentionLayer()
+    layer.update_conv_state(torch.ones(1, 2, 3, dtype=torch.float64), conv_kernel_size=2)
+    layer.update_recurrent_state(torch.ones(1, 2, 3, dtype=torch.float64))
+    conv_states, recurrent_states = layer.conv_states[0], layer.recurrent_states[0]
+    layer.update_conv_state(torch.full((1, 2, 1), 2.0, dtype=torch.float64), conv_kernel_size=2)
+    assert layer.conv_states[0] is conv_states and conv_states[..., -1].tolist() == [[2.0, 2.0]]
+    assert layer.update_recurrent_state(torch.zeros(1, 2, 3, dtype=torch.float64)) is recurrent_states

@@ -694,4 +694,94 @@ SEMANTIC: dict[tuple[str, str, str], str] = {
         "LinearAttentionCacheLayerMixin.crop: deleted: self._history_conv_version = _tensor_version(self.conv_states[0]) [2]",
         "semantic/delete",
     ): "with a history the layer records its past, so each conv tensor it holds is made fresh (a `cat`, a pad, a `clone`, or a view of one) and has version 0 while the history trusts it (an in-place write makes the history refuse anyway): the version kept from before the restore is the restored one's.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionLayer.update_conv_state: swapped: self.has_previous_state[state_idx] = True <-> missing = kernel_size - conv_states.shape[-1]",
+        "semantic/swap",
+    ): "`missing` is a local computed from the kernel size and the new states: independent of `has_previous_state`.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.activate_past_recording: deleted: self._history_conv_version = _tensor_version(self.conv_states[0])",
+        "semantic/delete",
+    ): "`_history_conv_version` is read only with a non-empty history, whose every entry is pushed by an update that sets it after writing the conv states: the initial value is never read.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionLayer.update_conv_state: swapped: if self.record_past: self.conv_states[state_idx] = states e… <-> if history is not None: self._history_conv_version = _tenso…",
+        "semantic/swap",
+    ): "with a history the layer records its past, so each conv tensor it holds is made fresh (a `cat`, a pad, a `clone`, or a view of one) and has version 0 while the history trusts it: the version read before storing the new states is the one read after.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionLayer.update_recurrent_state: swapped: self.recurrent_states[state_idx] = recurrent_states <-> conv_states, kernel_size = (self.conv_states[state_idx], se…",
+        "semantic/swap",
+    ): "`conv_states, kernel_size = ...` are local reads of the conv states, which storing the recurrent states does not change.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionLayer.update_recurrent_state: swapped: self.conv_states[state_idx] = window.clone() if conv_states… <-> self._history_conv_version = _tensor_version(self.conv_stat…",
+        "semantic/swap",
+    ): "the window is a view of the conv states (sharing their version counter) or a fresh `clone` (version 0 like every recorded conv tensor, see `update_conv_state`): the version read before the restriction is the one read after.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionLayer.update_recurrent_state: deleted: self._history_conv_version = _tensor_version(self.conv_states[state_idx])",
+        "semantic/delete",
+    ): "the window is a view of the conv states (sharing their version counter) or a fresh `clone` (version 0 like every recorded conv tensor): the version already recorded is the window's.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionLayer.update_recurrent_state: deleted: return recurrent_states",
+        "semantic/delete",
+    ): "without the return, the states just stored are copied onto themselves and the same tensor is returned; the version bump happens before the tensor is pushed to the history, which records the version at push time.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin._push_history: swapped: if has_past and (not self.is_recurrent_states_initialized[0… <-> if history and history[-1][3] is not None and (not self._hi…",
+        "semantic/swap",
+    ): "the copy detection reads only the last entry's recurrent states, which are `None` for a layer without recurrent states (the only one the cleared branch takes), so running it before that branch changes nothing.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin._push_history: swapped: if history and history[-1][3] is not None and (not self._hi… <-> conv_state = self.conv_states[0] if has_past else None",
+        "semantic/swap",
+    ): "`conv_state` is a local read of the conv states, which the copy detection does not change.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.activate_past_recording: swapped: self.record_past = True <-> history = getattr(self, 'history', None)",
+        "semantic/swap",
+    ): "`history` is a local read of an attribute that `record_past = True` does not change.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin._get_history_depth: swapped: if not history or _tensor_version(self.conv_states[0]) != s… <-> total = 0",
+        "semantic/swap",
+    ): "`total = 0` is a local: setting it before the early `return None` changes nothing.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin._get_history_depth: swapped: if _tensor_version(conv_state) != conv_version or _tensor_v… <-> if any((t is not None and torch.is_inference(t) for t in (c…",
+        "semantic/swap",
+    ): "both checks return `None` for the same entry: their order does not matter.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin._get_history_depth: swapped: if any((t is not None and torch.is_inference(t) for t in (c… <-> total += num_tokens",
+        "semantic/swap",
+    ): "`total` is read only after the checks, and the inference check returns `None` either way.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin._get_history_depth: deleted: return None [4]",
+        "semantic/delete",
+    ): "a function that ends returns `None`: the same value as the deleted `return None`.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin._check_crop: swapped: if number_of_tokens == 0: return <-> layer_name = self.__class__.__name__",
+        "semantic/swap",
+    ): "`layer_name` is a local: computing it before the early return changes nothing.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin._check_crop: swapped: if self.number_of_states == 1 and self._get_history_depth(n… <-> history = getattr(self, 'history', None)",
+        "semantic/swap",
+    ): "`history` is a local read of an attribute that the history check does not change.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.activate_past_recording: in history.maxlen < history_length: history_length -> history_length + 1",
+        "semantic/off-by-one",
+    ): "with an equal `maxlen` the history is rebuilt with the same entries and bound, and the flags are not reset (`history` is not `None`): the same history.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: swapped: LinearAttentionCacheLayerMixin._check_crop(self, -number_of… <-> history = getattr(self, 'history', None)",
+        "semantic/swap",
+    ): "`history` is a local read of an attribute that the check does not change.",
 }
