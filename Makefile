@@ -73,7 +73,7 @@ test: lint
 	$(MAKE) --no-print-directory test-default-kernels
 
 # The project tests that hold for both targets (each skips what is specific to the other one)
-BOTH_TARGETS_TESTS := tests/test_audit.py tests/test_pr_texts.py tests/test_crop_arguments.py $(NUMERIC_TESTS) tests/test_generation_history.py tests/test_stateful_history.py tests/test_syncs.py
+BOTH_TARGETS_TESTS := tests/test_audit.py tests/test_pr_texts.py tests/test_crop_arguments.py tests/test_crop_kept_behaviour.py $(NUMERIC_TESTS) tests/test_generation_history.py tests/test_stateful_history.py tests/test_syncs.py
 
 # The upstream main target: its upstream-style tests with the fix applied to transformers 5.24, and the project tests
 # that hold for both targets

@@ -8,6 +8,8 @@ import torch
 
 from transformers import DynamicCache
 
+from .compat import TARGET
+
 
 def _filled():
     cache = DynamicCache()
@@ -32,3 +34,15 @@ def test_other_arguments_raise_type_error_before_anything_changes(argument):
     with pytest.raises(TypeError):
         cache.crop(argument)
     assert [int(layer.get_seq_length()) for layer in cache.layers] == [10, 10]
+
+
+@pytest.mark.parametrize("make_argument", [torch.tensor, np.int64], ids=["tensor", "numpy"])
+def test_a_layer_takes_the_same_arguments(make_argument):
+    # `crop` of a layer, called directly, converts its argument too, and refuses a positive value (5.14: a length)
+    layer = _filled().layers[0]
+    layer.crop(make_argument(-2))
+    assert int(layer.get_seq_length()) == 8
+    if TARGET.name != "v5_14":
+        with pytest.raises(ValueError, match="positive value"):
+            layer.crop(make_argument(1))
+        assert int(layer.get_seq_length()) == 8

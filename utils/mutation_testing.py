@@ -67,7 +67,13 @@ TEST_SELECTION = {
         "tests/test_generation_history.py",
     ),
     # the upstream main target: its upstream-style tests, then the project's history tests (they hold for both targets)
-    "v5_24": ("tests/v5_24", "tests/test_stateful_history.py", "tests/test_generation_history.py"),
+    "v5_24": (
+        "tests/v5_24",
+        "tests/test_crop_arguments.py",
+        "tests/test_crop_kept_behaviour.py",
+        "tests/test_stateful_history.py",
+        "tests/test_generation_history.py",
+    ),
     # upstream main (5.25): its upstream-style tests, the host-sync counts, then the end-to-end hybrid generation
     "v5_25": (
         "tests/v5_25",
@@ -82,7 +88,7 @@ TEST_SELECTION = {
 # runs every test that executes the mutated function).
 FAST_TESTS = {
     "v5_14": ("tests/v5_14/", "tests/test_call_sites.py", "tests/test_kept_v5_14.py"),
-    "v5_24": ("tests/v5_24/",),
+    "v5_24": ("tests/v5_24/", "tests/test_crop_arguments.py", "tests/test_crop_kept_behaviour.py"),
     "v5_25": (
         "tests/v5_25/",
         "tests/test_syncs.py",

@@ -294,4 +294,490 @@ OPERATOR: dict[tuple[str, str, str], str] = {
     ): "`has_previous_state[0]` is already true whenever a non-empty entry is restored (only a full rollback, which clears the history, or restoring the first entry sets it false); other keys are never read (`number_of_states == 1`).",
 }
 
-SEMANTIC: dict[tuple[str, str, str], str] = {}
+SEMANTIC: dict[tuple[str, str, str], str] = {
+    (
+        "step1_clamp/cache_utils.py",
+        "_get_number_of_tokens_to_remove: deleted: if type(tokens_to_remove) is int and tokens_to_remove <= 0: return -tokens_to_remove",
+        "semantic/delete",
+    ): "the fast path returns `-tokens_to_remove` for a plain int `<= 0`; without it, the general path below returns the same number (`operator.index` of an int is the int).",
+    (
+        "step1_clamp/cache_utils.py",
+        "_get_number_of_tokens_to_remove: swapped: if type(tokens_to_remove) is int and tokens_to_remove <= 0:… <-> value = tokens_to_remove",
+        "semantic/swap",
+    ): "`value = tokens_to_remove` is only a local alias read after the fast path: assigning it before the fast path's return changes nothing.",
+    (
+        "step1_clamp/cache_utils.py",
+        "_get_number_of_tokens_to_remove: deleted: return -tokens_to_remove",
+        "semantic/delete",
+    ): "without the fast path's `return`, a plain int `<= 0` takes the general path below, which returns the same `-tokens_to_remove`.",
+    (
+        "step1_clamp/cache_utils.py",
+        "_get_number_of_tokens_to_remove: swapped: is_bool = isinstance(value, bool) or (isinstance(value, tor… <-> is_tensor_with_dims = isinstance(value, torch.Tensor) and v…",
+        "semantic/swap",
+    ): "two local flags computed from `value` alone (`isinstance`, `dtype`, `dim`): neither reads what the other writes.",
+    (
+        "step1_clamp/cache_utils.py",
+        "_get_number_of_tokens_to_remove: swapped: is_tensor_with_dims = isinstance(value, torch.Tensor) and v… <-> number = None",
+        "semantic/swap",
+    ): "`is_tensor_with_dims` and `number = None` are independent locals: neither reads what the other writes.",
+    (
+        "step1_clamp/cache_utils.py",
+        "DynamicLayer.crop: swapped: self.keys = self.keys.narrow(-2, 0, new_length) <-> self.values = self.values.narrow(-2, 0, new_length)",
+        "semantic/swap",
+    ): "the key and value slices are independent: each reads and writes its own attribute.",
+    (
+        "step1_clamp/cache_utils.py",
+        "DynamicSlidingWindowLayer.crop: swapped: self._check_crop(-number_of_tokens) <-> if not self.is_initialized or self.cumulative_length == 0: …",
+        "semantic/swap",
+    ): "`_check_crop` of a layer that holds no token (every subclass's: sliding, hybrid sliding, DeepSeek-V4, UnlimitedOcr) never refuses (any removal is a full rollback of 0 tokens), so checking after the early return is the same.",
+    (
+        "step1_clamp/cache_utils.py",
+        "DynamicSlidingWindowLayer.crop: swapped: if not self.is_initialized or self.cumulative_length == 0: … <-> seq_length = self.cumulative_length",
+        "semantic/swap",
+    ): "`seq_length = self.cumulative_length` is a local read: computing it before the early return changes nothing.",
+    (
+        "step1_clamp/cache_utils.py",
+        "DynamicSlidingWindowLayer.crop: swapped: self.keys = self.keys.narrow(-2, start, end - start) <-> self.values = self.values.narrow(-2, start, end - start)",
+        "semantic/swap",
+    ): "the key and value slices are independent: each reads and writes its own attribute.",
+    (
+        "step1_clamp/cache_utils.py",
+        "DynamicSlidingWindowLayer.crop: swapped: self.values = self.values.narrow(-2, start, end - start) <-> self.cumulative_length = new_length",
+        "semantic/swap",
+    ): "the value slice reads `start`/`end` (locals), not `cumulative_length`: the two assignments are independent.",
+    (
+        "step1_clamp/cache_utils.py",
+        "DynamicIndexedLayer.crop: swapped: if self.indexer_position_ids is not None: self.indexer_posi… <-> if self.is_indexer_initialized: self.indexer_keys = self.in…",
+        "semantic/swap",
+    ): "the indexer positions and the indexer keys are sliced independently (each reads `new_length` and its own attribute).",
+    (
+        "step2_atomic/cache_utils.py",
+        "_crop_hybrid: deleted: layer._check_crop(-number_of_tokens)",
+        "semantic/delete",
+    ): "the attention part's `crop` (`DynamicLayer`, `DynamicSlidingWindowLayer`, `StaticLayer`, `StaticSlidingWindowLayer`) calls `self._check_crop` first, which is the hybrid layer's whole check, before anything changes.",
+    (
+        "step2_atomic/cache_utils.py",
+        "Cache.crop: swapped: for layer in layers_to_crop: layer.crop(-number_of_tokens) <-> for layer in layers_to_reset: layer.reset()",
+        "semantic/swap",
+    ): "`layers_to_crop` and `layers_to_reset` are disjoint lists of distinct layers: cropping the ones and resetting the others commute.",
+    (
+        "step2_atomic/cache_utils.py",
+        "Cache.crop: swapped: if type(tokens_to_remove) is int and tokens_to_remove <= 0:… <-> layers = self.layers",
+        "semantic/swap",
+    ): "`layers = self.layers` is a local read: it commutes with the argument's conversion.",
+    (
+        "step2_atomic/cache_utils.py",
+        "Cache.crop: deleted: for layer in layers: if type(layer) is not DynamicLayer: break else: stop = -number_of_to…",
+        "semantic/delete",
+    ): "without the fast path, a cache of plain `DynamicLayer`s takes the general path: no layer checks anything (`DynamicLayer` is skipped) and each `DynamicLayer.crop` cuts the same tokens (clamped at 0, as the capped `stop`), and returns for layers holding none.",
+    (
+        "step2_atomic/cache_utils.py",
+        "Cache.crop: swapped: for layer in layers: if type(layer) is not DynamicLayer: br… <-> layers_to_crop, layers_to_reset = (layers, [])",
+        "semantic/swap",
+    ): "`layers_to_crop, layers_to_reset = layers, []` only binds locals, which the fast path neither reads nor writes.",
+    (
+        "step2_atomic/cache_utils.py",
+        "_crop_hybrid: layer._check_crop(-number_of_tokens) moved past is_full_rollback = _is_full_rollback_of_layer(layer, number…",
+        "semantic/check-moved",
+    ): "`_is_full_rollback_of_layer` only reads the layer's length: reading it before the check changes nothing.",
+    (
+        "step2_atomic/cache_utils.py",
+        "Cache.crop: swapped: layer.keys = layer.keys[..., :stop, :] <-> layer.values = layer.values[..., :stop, :]",
+        "semantic/swap",
+    ): "the key and value slices are independent: each reads and writes its own attribute.",
+    (
+        "step1_clamp/cache_utils.py",
+        "DynamicLayer.crop: self._check_crop(-number_of_tokens) moved past if number_of_tokens == 0 or not self.is_initialized or self…",
+        "semantic/check-moved",
+    ): "every transformers class whose `crop` reaches `DynamicLayer.crop` has the no-op `_check_crop` of `CacheLayerMixin` (`DynamicLayer`, `DynamicIndexedLayer`, MiniMax-M3-VL's sparse layer) or checked itself before (`_crop_hybrid`), so checking after the early return is the same.",
+    (
+        "step1_clamp/cache_utils.py",
+        "DynamicLayer.crop: deleted: self._check_crop(-number_of_tokens)",
+        "semantic/delete",
+    ): "every transformers class whose `crop` reaches `DynamicLayer.crop` has the no-op `_check_crop` of `CacheLayerMixin` (`DynamicLayer`, `DynamicIndexedLayer`, MiniMax-M3-VL's sparse layer) or checked itself before (`_crop_hybrid`): the check is never the one that refuses.",
+    (
+        "step3_static/cache_utils.py",
+        "StaticLayer.crop: self._check_crop(-number_of_tokens) moved past self.cumulative_length.sub_(min(number_of_tokens, self.max_…",
+        "semantic/check-moved",
+    ): "every transformers class whose `crop` reaches `StaticLayer.crop` has the no-op `_check_crop` of `CacheLayerMixin` (`StaticLayer`, `StaticIndexedLayer`, MiniMax-M3-VL's sparse static layer) or checked itself before (`_crop_hybrid`), so checking after the move is the same.",
+    (
+        "step3_static/cache_utils.py",
+        "StaticLayer.crop: deleted: self._check_crop(-number_of_tokens)",
+        "semantic/delete",
+    ): "every transformers class whose `crop` reaches `StaticLayer.crop` has the no-op `_check_crop` of `CacheLayerMixin` (`StaticLayer`, `StaticIndexedLayer`, MiniMax-M3-VL's sparse static layer) or checked itself before (`_crop_hybrid`): the check is never the one that refuses.",
+    (
+        "step3_static/cache_utils.py",
+        "StaticLayer.crop: swapped: self._check_crop(-number_of_tokens) <-> if number_of_tokens == 0 or not self.is_initialized: return",
+        "semantic/swap",
+    ): "every transformers class whose `crop` reaches `StaticLayer.crop` has the no-op `_check_crop` of `CacheLayerMixin` or checked itself before (`_crop_hybrid`), so skipping it on the early return changes nothing.",
+    (
+        "step3_static/cache_utils.py",
+        "StaticLayer.crop: deleted: if number_of_tokens == 0 or not self.is_initialized: return",
+        "semantic/delete",
+    ): "removing 0 tokens subtracts 0, and a layer never updated has `cumulative_length` 0 (a tensor from `__init__`), which `sub_(...).clamp_(min=0)` leaves at 0 in place.",
+    (
+        "step3_static/cache_utils.py",
+        "StaticLayer.crop: swapped: if number_of_tokens == 0 or not self.is_initialized: return <-> self.cumulative_length.sub_(min(number_of_tokens, self.max_…",
+        "semantic/swap",
+    ): "removing 0 tokens subtracts 0, and a layer never updated has `cumulative_length` 0 (a tensor from `__init__`), which `sub_(...).clamp_(min=0)` leaves at 0 in place: moving the write position before the early return is the same.",
+    (
+        "step3_static/cache_utils.py",
+        "StaticLayer.crop: deleted: return",
+        "semantic/delete",
+    ): "removing 0 tokens subtracts 0, and a layer never updated has `cumulative_length` 0 (a tensor from `__init__`), which `sub_(...).clamp_(min=0)` leaves at 0 in place.",
+    (
+        "step3_static/cache_utils.py",
+        "StaticSlidingWindowLayer.crop: swapped: self._check_crop(-number_of_tokens) <-> seq_length = self.cumulative_length_int",
+        "semantic/swap",
+    ): "`seq_length = self.cumulative_length_int` is a local read: reading it before the check changes nothing.",
+    (
+        "step3_static/cache_utils.py",
+        "StaticSlidingWindowLayer.crop: swapped: self.cumulative_length.fill_(new_length) <-> self.cumulative_length_int = new_length",
+        "semantic/swap",
+    ): "the device counter and the host counter are set independently to the same `new_length`.",
+    (
+        "step3_static/cache_utils.py",
+        "StaticIndexedLayer.crop: swapped: super().crop(tokens_to_remove) <-> number_of_tokens = _get_number_of_tokens_to_remove(tokens_t…",
+        "semantic/swap",
+    ): "`_get_number_of_tokens_to_remove` is a pure validation: calling it before `super().crop` raises the same error for the same argument, or returns the same number.",
+    (
+        "step3_static/cache_utils.py",
+        "StaticIndexedLayer.crop: deleted: if number_of_tokens == 0: return",
+        "semantic/delete",
+    ): "with 0 removed, the positions are sliced to their own length (the same values) and the indexer position is clamped to the key position it never passes between two forwards: nothing changes.",
+    (
+        "step3_static/cache_utils.py",
+        "StaticIndexedLayer.crop: swapped: if number_of_tokens == 0: return <-> if self.indexer_position_ids is not None: kept_positions = …",
+        "semantic/swap",
+    ): "with 0 removed, the positions are sliced to their own length (the same values) before the return: nothing changes.",
+    (
+        "step3_static/cache_utils.py",
+        "StaticIndexedLayer.crop: deleted: return",
+        "semantic/delete",
+    ): "with 0 removed, the positions are sliced to their own length (the same values) and the indexer position is clamped to the key position it never passes between two forwards: nothing changes.",
+    (
+        "step3_static/cache_utils.py",
+        "StaticIndexedLayer.crop: swapped: if self.indexer_position_ids is not None: kept_positions = … <-> if self.is_indexer_initialized: self.indexer_cumulative_len…",
+        "semantic/swap",
+    ): "the indexer positions and the indexer write position are updated independently (each reads `number_of_tokens` or `cumulative_length`, and its own attribute).",
+    (
+        "step4_quantized/cache_utils.py",
+        "BaseQuantizedLayer.crop: in number_of_tokens >= self.cumulative_length: self.cumulative_length -> self.cumulative_length - 1",
+        "semantic/off-by-one",
+    ): "`BaseQuantizedLayer.crop` is reached with `cumulative_length - 1` tokens only through `BaseQuantizedLayer._check_crop`, which refuses every count strictly between 0 and `cumulative_length` (`QuantizedLayer` and `Fp8QuantizedLayer` call it only for 0 or at least every token).",
+    (
+        "step4_quantized/cache_utils.py",
+        "QuantizedLayer._check_crop: swapped: residual_length = self.keys.shape[-2] if self.is_initialize… <-> number_of_tokens = -tokens_to_remove",
+        "semantic/swap",
+    ): "two locals computed from the layer and the argument: neither reads what the other writes.",
+    (
+        "step4_quantized/cache_utils.py",
+        "QuantizedLayer.crop: self._check_crop(-number_of_tokens) moved past if number_of_tokens == 0 or number_of_tokens >= self.cumula…",
+        "semantic/check-moved",
+    ): "the check never refuses 0 or at least every token (the only counts that take the early branch), and `BaseQuantizedLayer.crop` checks again there.",
+    (
+        "step4_quantized/cache_utils.py",
+        "QuantizedLayer.crop: swapped: self.keys = self.keys[..., :-number_of_tokens, :] <-> self.values = self.values[..., :-number_of_tokens, :]",
+        "semantic/swap",
+    ): "the key and value slices are independent: each reads and writes its own attribute.",
+    (
+        "step4_quantized/cache_utils.py",
+        "QuantizedLayer.crop: swapped: self.values = self.values[..., :-number_of_tokens, :] <-> self.cumulative_length -= number_of_tokens",
+        "semantic/swap",
+    ): "the value slice and the count update are independent (the slice reads `number_of_tokens`, a local).",
+    (
+        "step4_quantized/cache_utils.py",
+        "Fp8QuantizedLayer.crop: swapped: quantized_values, value_scale = self._quantized_values <-> self._quantized_keys = (quantized_keys[..., :-number_of_tok…",
+        "semantic/swap",
+    ): "unpacking the value states and slicing the key states are independent.",
+    (
+        "step4_quantized/cache_utils.py",
+        "Fp8QuantizedLayer.crop: swapped: self._quantized_keys = (quantized_keys[..., :-number_of_tok… <-> self._quantized_values = (quantized_values[..., :-number_of…",
+        "semantic/swap",
+    ): "the key and value slices are independent: each reads and writes its own attribute.",
+    (
+        "step4_quantized/cache_utils.py",
+        "Fp8QuantizedLayer.crop: swapped: self._quantized_values = (quantized_values[..., :-number_of… <-> self.cumulative_length -= number_of_tokens",
+        "semantic/swap",
+    ): "the value slice and the count update are independent (the slice reads `number_of_tokens`, a local).",
+    (
+        "step4_quantized/cache_utils.py",
+        "BaseQuantizedLayer.crop: self._check_crop(-number_of_tokens) moved past if number_of_tokens > 0 and number_of_tokens >= self.cumula…",
+        "semantic/check-moved",
+    ): "the check never refuses 0 or at least every token (the counts that reset), and for the others it raises before anything changes either way.",
+    (
+        "step5_models/models/deepseek_v4/modeling_deepseek_v4.py",
+        "DeepseekV4HCACache._check_crop: swapped: DynamicSlidingWindowLayer._check_crop(self, tokens_to_remov… <-> number_of_tokens = -tokens_to_remove",
+        "semantic/swap",
+    ): "`number_of_tokens = -tokens_to_remove` only binds a local: computing it before the window's check changes nothing.",
+    (
+        "step5_models/models/deepseek_v4/modeling_deepseek_v4.py",
+        "DeepseekV4HCACache.crop: swapped: removed_tokens = seq_length - self.cumulative_length <-> self.values = self.keys",
+        "semantic/swap",
+    ): "`removed_tokens` reads the counters, `self.values = self.keys` rebinds the values: independent.",
+    (
+        "step5_models/models/deepseek_v4/modeling_deepseek_v4.py",
+        "DeepseekV4HCACache.crop: swapped: self.values = self.keys <-> for name, buffered_kv in self.buffer_kv.items(): if self.cu…",
+        "semantic/swap",
+    ): "the compressor loop reads and writes only the compressor buffers and counts, not the keys or values.",
+    (
+        "step5_models/models/deepseek_v4/modeling_deepseek_v4.py",
+        "DeepseekV4HCACache.crop: swapped: self.buffer_kv[name] = self.buffer_gate[name] = self.compre… <-> self.entry_count[name] = 0",
+        "semantic/swap",
+    ): "the buffers and the entry count of a compressor are reset independently.",
+    (
+        "step5_models/models/deepseek_v4/modeling_deepseek_v4.py",
+        "DeepseekV4HCACache.crop: swapped: self.buffer_kv[name] = buffered_kv[:, :kept_length] <-> self.buffer_gate[name] = self.buffer_gate[name][:, :kept_le…",
+        "semantic/swap",
+    ): "the compressor's buffer and gate are sliced independently (each from its own tensor, to the same `kept_length`).",
+    (
+        "step5_models/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "UnlimitedOcrDynamicReferenceSlidingWindowLayer.crop: swapped: self.prefill_keys = self.prefill_keys[..., :new_prefill_len… <-> self.prefill_values = self.prefill_values[..., :new_prefill…",
+        "semantic/swap",
+    ): "the prefill key and value slices are independent: each reads and writes its own attribute.",
+    (
+        "step5_models/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "UnlimitedOcrDynamicReferenceSlidingWindowLayer.crop: swapped: self.prefill_values = self.prefill_values[..., :new_prefill… <-> self.prefill_cumulative_length = new_prefill_length",
+        "semantic/swap",
+    ): "the prefill value slice reads `new_prefill_length` (a local), not `prefill_cumulative_length`: the two assignments are independent.",
+    (
+        "step5_models/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "UnlimitedOcrDynamicReferenceSlidingWindowLayer.crop: swapped: DynamicSlidingWindowLayer.crop(self, tokens_to_remove) <-> prefill_tokens_to_remove = -int(tokens_to_remove) - sliding…",
+        "semantic/swap",
+    ): "`prefill_tokens_to_remove` is a local computed from the argument and `sliding_length` (read before): computing it before the sliding crop changes nothing (an invalid argument raises in `int()` or in the crop, before anything changes).",
+    (
+        "step5_models/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "UnlimitedOcrStaticReferenceSlidingWindowLayer.crop: swapped: if self.is_initialized and self.cumulative_length_int < sli… <-> prefill_tokens_to_remove = -int(tokens_to_remove) - sliding…",
+        "semantic/swap",
+    ): "`prefill_tokens_to_remove` is a local computed from the argument and `sliding_length`: computing it before clearing the freed slots changes nothing.",
+    (
+        "step5_models/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "UnlimitedOcrStaticReferenceSlidingWindowLayer.crop: in self.cumulative_length_int < sliding_length: sliding_length -> sliding_length + 1",
+        "semantic/off-by-one",
+    ): "with `cumulative_length_int == sliding_length` (nothing removed) the cleared slice `[start:min(sliding_length, max_cache_len)]` starts at `sliding_length`: it is empty.",
+    (
+        "step5_models/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "UnlimitedOcrStaticReferenceSlidingWindowLayer.crop: in sliding_length <= self.max_cache_len: self.max_cache_len -> self.max_cache_len + 1",
+        "semantic/off-by-one",
+    ): "`sliding_length == max_cache_len + 1` is beyond the window, where only a full rollback passes the check: `start` is then `cumulative_length_int == 0` either way.",
+    (
+        "step5_models/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "UnlimitedOcrStaticReferenceSlidingWindowLayer.crop: swapped: self.keys[:, :, start:min(sliding_length, self.max_cache_le… <-> self.values[:, :, start:min(sliding_length, self.max_cache_…",
+        "semantic/swap",
+    ): "the key and value slots are cleared independently.",
+    (
+        "step5_models/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "UnlimitedOcrStaticReferenceSlidingWindowLayer.crop: self.keys[:, :, start:min(sliding_length, self.max_cache_len)].zero_() -> self.keys[:, :, start : min(sliding_length, self.max_cache_len)] = torch.zeros_like(self.keys[:, :, start : min(sliding_length, self.max_cache_len)])",
+        "semantic/new-tensor",
+    ): "assigning zeros to a slice writes into the same storage as `zero_()` does: the same tensor, the same values.",
+    (
+        "step5_models/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "UnlimitedOcrStaticReferenceSlidingWindowLayer.crop: self.values[:, :, start:min(sliding_length, self.max_cache_len)].zero_() -> self.values[:, :, start : min(sliding_length, self.max_cache_len)] = torch.zeros_like(self.values[:, :, start : min(sliding_length, self.max_cache_len)])",
+        "semantic/new-tensor",
+    ): "assigning zeros to a slice writes into the same storage as `zero_()` does: the same tensor, the same values.",
+    (
+        "step5_models/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "UnlimitedOcrStaticReferenceSlidingWindowLayer.crop: swapped: self.prefill_keys[:, :, new_prefill_length:self.prefill_cum… <-> self.prefill_values[:, :, new_prefill_length:self.prefill_c…",
+        "semantic/swap",
+    ): "the prefill key and value slots are cleared independently.",
+    (
+        "step5_models/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "UnlimitedOcrStaticReferenceSlidingWindowLayer.crop: self.prefill_keys[:, :, new_prefill_length:self.prefill_cumulative_length].zero_() -> self.prefill_keys[:, :, new_prefill_length : self.prefill_cumulative_length] = torch.zeros_like(self.prefill_keys[:, :, new_prefill_length : self.prefill_cumulative_length])",
+        "semantic/new-tensor",
+    ): "assigning zeros to a slice writes into the same storage as `zero_()` does: the same tensor, the same values.",
+    (
+        "step5_models/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "UnlimitedOcrStaticReferenceSlidingWindowLayer.crop: self.prefill_values[:, :, new_prefill_length:self.prefill_cumulative_length].zero_() -> self.prefill_values[:, :, new_prefill_length : self.prefill_cumulative_length] = torch.zeros_like(self.prefill_values[:, :, new_prefill_length : self.prefill_cumulative_length])",
+        "semantic/new-tensor",
+    ): "assigning zeros to a slice writes into the same storage as `zero_()` does: the same tensor, the same values.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: swapped: self.conv_states[0] = conv_state <-> self.recurrent_states[0] = recurrent_state",
+        "semantic/swap",
+    ): "the conv and recurrent states are restored independently (each from its own local).",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: swapped: self.recurrent_states[0] = recurrent_state <-> self.has_previous_state[0] = True",
+        "semantic/swap",
+    ): "restoring the recurrent states and setting `has_previous_state` are independent.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: removed: self.has_previous_state[0] = True",
+        "semantic/flag",
+    ): "an entry with states was pushed while `has_previous_state[0]` was True, and nothing sets it False without clearing the history (`reset`) or popping that entry first: it is already True.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.activate_past_recording: swapped: self.history = collections.deque(history or (), maxlen=hist… <-> if history is None: self._history_copies_states = False sel…",
+        "semantic/swap",
+    ): "the block reads the local `history` (the previous deque or `None`), not `self.history`: the two statements are independent.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.activate_past_recording: swapped: self._history_copies_states = False <-> self._history_conv_version = _tensor_version(self.conv_stat…",
+        "semantic/swap",
+    ): "two independent attribute initializations.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin._crop_conv_states: swapped: if not is_initialized: continue <-> kernel_size = self.conv_kernel_size[state_idx]",
+        "semantic/swap",
+    ): "`kernel_size` is read from `conv_kernel_size`, a dict holding every state index (`None` until initialized): reading it before skipping an uninitialized state changes nothing.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin._crop_conv_states: swapped: if number_of_tokens == 0 and conv_states.shape[-1] == kerne… <-> kept_length = conv_states.shape[-1] - number_of_tokens",
+        "semantic/swap",
+    ): "`kept_length` is a local: computing it before the `continue` changes nothing.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.reset: swapped: for i in range(self.number_of_states): if self.is_conv_stat… <-> if history is not None: history.clear() self._history_conv_…",
+        "semantic/swap",
+    ): "the history is cleared either way, and `_history_conv_version` is read only with a non-empty history, whose every entry is pushed by an update that sets it again after writing the conv states.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.reset: swapped: if self.is_conv_states_initialized[i] and history is not No… <-> if self.is_recurrent_states_initialized[i] and history is n…",
+        "semantic/swap",
+    ): "the conv and recurrent states of a state index are reset independently.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.reset: swapped: if self.is_recurrent_states_initialized[i] and history is n… <-> self.has_previous_state[i] = False",
+        "semantic/swap",
+    ): "resetting the recurrent states and `has_previous_state` are independent.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.reset: swapped: history.clear() <-> self._history_conv_version = _tensor_version(self.conv_stat…",
+        "semantic/swap",
+    ): "`history.clear()` and the version read of the conv states are independent.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.reset: deleted: self._history_conv_version = _tensor_version(self.conv_states[0])",
+        "semantic/delete",
+    ): "`_history_conv_version` is read only with a non-empty history, whose every entry is pushed by an update that sets it again after writing the conv states: the value set by `reset` is never read.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.reorder_cache: swapped: for i in range(self.number_of_states): if self.is_conv_stat… <-> if getattr(self, 'history', None) is not None: self.history…",
+        "semantic/swap",
+    ): "the history is cleared either way, and `_history_conv_version` is read only with a non-empty history, whose every entry is pushed by an update that sets it again after writing the conv states.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.reorder_cache: swapped: if self.is_conv_states_initialized[i]: self.conv_states[i] … <-> if self.is_recurrent_states_initialized[i]: self.recurrent_…",
+        "semantic/swap",
+    ): "the conv and recurrent states of a state index are reordered independently.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.reorder_cache: swapped: self.history.clear() <-> self._history_conv_version = _tensor_version(self.conv_stat…",
+        "semantic/swap",
+    ): "`history.clear()` and the version read of the conv states are independent.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.reorder_cache: deleted: self._history_conv_version = _tensor_version(self.conv_states[0])",
+        "semantic/delete",
+    ): "`_history_conv_version` is read only with a non-empty history, whose every entry is pushed by an update that sets it again after writing the conv states: the value set by `reorder_cache` is never read.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionLayer.update_conv_state: swapped: if not self.is_conv_states_initialized[state_idx]: self.laz… <-> history = getattr(self, 'history', None)",
+        "semantic/swap",
+    ): "`history` is a local read of an attribute that lazy initialization does not set: the two are independent.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionLayer.update_conv_state: swapped: if history is not None and self.number_of_states == 1: self… <-> kernel_size = self.conv_kernel_size[state_idx]",
+        "semantic/swap",
+    ): "`kernel_size` is a local read of `conv_kernel_size`, which `_push_history` does not change.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: swapped: if recurrent_state is None: self.has_previous_state[0] = Fa… <-> self._history_conv_version = _tensor_version(self.conv_stat…",
+        "semantic/swap",
+    ): "with a history the layer records its past, so each conv tensor it holds is made fresh (a `cat`, a pad, a `clone`, or a view of one) and has version 0 while the history trusts it (an in-place write makes the history refuse anyway): the version read before the restore is the one read after.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: deleted: self._history_conv_version = _tensor_version(self.conv_states[0]) [2]",
+        "semantic/delete",
+    ): "with a history the layer records its past, so each conv tensor it holds is made fresh (a `cat`, a pad, a `clone`, or a view of one) and has version 0 while the history trusts it (an in-place write makes the history refuse anyway): the version kept from before the restore is the restored one's.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionLayer.update_conv_state: swapped: self.has_previous_state[state_idx] = True <-> missing = kernel_size - conv_states.shape[-1]",
+        "semantic/swap",
+    ): "`missing` is a local computed from the kernel size and the new states: independent of `has_previous_state`.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.activate_past_recording: deleted: self._history_conv_version = _tensor_version(self.conv_states[0])",
+        "semantic/delete",
+    ): "`_history_conv_version` is read only with a non-empty history, whose every entry is pushed by an update that sets it after writing the conv states: the initial value is never read.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionLayer.update_conv_state: swapped: if self.record_past: self.conv_states[state_idx] = states e… <-> if history is not None: self._history_conv_version = _tenso…",
+        "semantic/swap",
+    ): "with a history the layer records its past, so each conv tensor it holds is made fresh (a `cat`, a pad, a `clone`, or a view of one) and has version 0 while the history trusts it: the version read before storing the new states is the one read after.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionLayer.update_recurrent_state: swapped: self.recurrent_states[state_idx] = recurrent_states <-> conv_states, kernel_size = (self.conv_states[state_idx], se…",
+        "semantic/swap",
+    ): "`conv_states, kernel_size = ...` are local reads of the conv states, which storing the recurrent states does not change.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionLayer.update_recurrent_state: swapped: self.conv_states[state_idx] = window.clone() if conv_states… <-> self._history_conv_version = _tensor_version(self.conv_stat…",
+        "semantic/swap",
+    ): "the window is a view of the conv states (sharing their version counter) or a fresh `clone` (version 0 like every recorded conv tensor, see `update_conv_state`): the version read before the restriction is the one read after.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionLayer.update_recurrent_state: deleted: self._history_conv_version = _tensor_version(self.conv_states[state_idx])",
+        "semantic/delete",
+    ): "the window is a view of the conv states (sharing their version counter) or a fresh `clone` (version 0 like every recorded conv tensor): the version already recorded is the window's.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionLayer.update_recurrent_state: deleted: return recurrent_states",
+        "semantic/delete",
+    ): "without the return, the states just stored are copied onto themselves and the same tensor is returned; the version bump happens before the tensor is pushed to the history, which records the version at push time.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin._push_history: swapped: if has_past and (not self.is_recurrent_states_initialized[0… <-> if history and history[-1][3] is not None and (not self._hi…",
+        "semantic/swap",
+    ): "the copy detection reads only the last entry's recurrent states, which are `None` for a layer without recurrent states (the only one the cleared branch takes), so running it before that branch changes nothing.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin._push_history: swapped: if history and history[-1][3] is not None and (not self._hi… <-> conv_state = self.conv_states[0] if has_past else None",
+        "semantic/swap",
+    ): "`conv_state` is a local read of the conv states, which the copy detection does not change.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.activate_past_recording: swapped: self.record_past = True <-> history = getattr(self, 'history', None)",
+        "semantic/swap",
+    ): "`history` is a local read of an attribute that `record_past = True` does not change.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin._get_history_depth: swapped: if not history or _tensor_version(self.conv_states[0]) != s… <-> total = 0",
+        "semantic/swap",
+    ): "`total = 0` is a local: setting it before the early `return None` changes nothing.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin._get_history_depth: swapped: if _tensor_version(conv_state) != conv_version or _tensor_v… <-> if any((t is not None and torch.is_inference(t) for t in (c…",
+        "semantic/swap",
+    ): "both checks return `None` for the same entry: their order does not matter.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin._get_history_depth: swapped: if any((t is not None and torch.is_inference(t) for t in (c… <-> total += num_tokens",
+        "semantic/swap",
+    ): "`total` is read only after the checks, and the inference check returns `None` either way.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin._get_history_depth: deleted: return None [4]",
+        "semantic/delete",
+    ): "a function that ends returns `None`: the same value as the deleted `return None`.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin._check_crop: swapped: if number_of_tokens == 0: return <-> layer_name = self.__class__.__name__",
+        "semantic/swap",
+    ): "`layer_name` is a local: computing it before the early return changes nothing.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin._check_crop: swapped: if self.number_of_states == 1 and self._get_history_depth(n… <-> history = getattr(self, 'history', None)",
+        "semantic/swap",
+    ): "`history` is a local read of an attribute that the history check does not change.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.activate_past_recording: in history.maxlen < history_length: history_length -> history_length + 1",
+        "semantic/off-by-one",
+    ): "with an equal `maxlen` the history is rebuilt with the same entries and bound, and the flags are not reset (`history` is not `None`): the same history.",
+    (
+        "step6_history/cache_utils.py",
+        "LinearAttentionCacheLayerMixin.crop: swapped: LinearAttentionCacheLayerMixin._check_crop(self, -number_of… <-> history = getattr(self, 'history', None)",
+        "semantic/swap",
+    ): "`history` is a local read of an attribute that the check does not change.",
+}

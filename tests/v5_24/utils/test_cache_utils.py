@@ -301,11 +301,14 @@ class DynamicLayersCropTest(CropTestCase):
         _fill(layer, 7, step=1)
         self.assertFalse(layer.is_croppable)
         before = _snapshot(layer)
-        with self.assertRaises(ValueError) as context:
-            layer.crop(-1)
-        self.assertIn("DynamicSlidingWindowLayer", str(context.exception))
-        self.assertIn("activate_past_recording", str(context.exception))
-        self.assertUnchanged(layer, before)
+        # Keeping a single token needs a dropped one too
+        for tokens_to_remove in (-1, -6):
+            with self.assertRaises(ValueError) as context:
+                layer.crop(tokens_to_remove)
+            self.assertIn("DynamicSlidingWindowLayer", str(context.exception))
+            self.assertIn("activate_past_recording", str(context.exception))
+            self.assertIn("only the tokens added since then can be removed", str(context.exception))
+            self.assertUnchanged(layer, before)
 
         # Removing nothing, or everything, needs no dropped token
         layer.crop(0)
@@ -664,6 +667,34 @@ class LinearAttentionCropTest(CropTestCase):
             layer.crop(-1)
         self.assertUnchanged(layer, before)
 
+    @parameterized.expand(
+        [
+            # Recorded from the 7th token on: the window dropped the tokens to keep, and so did the conv states
+            ("dynamic", lambda: LinearAttentionAndSlidingWindowAttentionLayer(sliding_window=WINDOW), 6, -3),
+            # Recorded from the start: the conv states could remove the token, the window overwrote the ones to keep
+            (
+                "static",
+                lambda: LinearAttentionAndStaticSlidingWindowAttentionLayer(
+                    max_cache_len=WINDOW, sliding_window=WINDOW
+                ),
+                0,
+                -1,
+            ),
+        ]
+    )
+    def test_hybrid_sliding_layer_refuses_what_its_window_dropped(
+        self, _, make_layer, recorded_from, tokens_to_remove
+    ):
+        layer = make_layer()
+        for position in range(8):
+            if position == recorded_from:
+                layer.activate_past_recording()
+            _hybrid_forward(layer, position, 1)
+        before = _snapshot(layer)
+        with self.assertRaisesRegex(ValueError, "window"):
+            layer.crop(tokens_to_remove)
+        self.assertUnchanged(layer, before)
+
     def test_hybrid_layer_with_an_empty_attention_part_keeps_its_conv_states(self):
         # Removing nothing from a layer whose attention part is empty is not a full rollback
         layer = LinearAttentionAndFullAttentionLayer()
@@ -794,8 +825,12 @@ class StaticLayersCropTest(CropTestCase):
             layer.update_conv_state(_conv_inputs(0, 3), conv_kernel_size=KERNEL)
             tokens_to_remove = max(tokens_to_remove, -1) if expected_length else tokens_to_remove
             expected_length = 3 + tokens_to_remove if expected_length else 0
+        counters = [getattr(layer, name, None) for name in ("cumulative_length", "indexer_cumulative_length")]
         layer.crop(tokens_to_remove)
         self.assertLayerHolds(layer, expected_length)
+        # Static addresses: the counters move in place
+        for counter, name in zip(counters, ("cumulative_length", "indexer_cumulative_length")):
+            self.assertIs(getattr(layer, name, None), counter)
 
         # The next update lands right after the kept tokens
         _fill(layer, 1, start=expected_length)
@@ -878,6 +913,9 @@ class StaticLayersCropTest(CropTestCase):
         self.assertTrue(layer.is_croppable)
         _fill(layer, 1, start=WINDOW)
         self.assertFalse(layer.is_croppable)
+        # One token beyond the window: the first one was overwritten, and keeping any token needs it
+        with self.assertRaisesRegex(ValueError, "overwritten"):
+            layer.crop(-1)
 
     def test_sliding_window_filled_to_its_size_crops(self):
         # Exactly full, never beyond: the states to keep are all there
@@ -903,11 +941,20 @@ class StaticLayersCropTest(CropTestCase):
         self.assertLayerHolds(layer, 0)
         self.assertEqual(layer.recurrent_states[0].abs().sum().item(), 0)
 
-    def test_static_hybrid_sliding_layer_not_recording_is_not_croppable(self):
-        layer = LinearAttentionAndStaticSlidingWindowAttentionLayer(max_cache_len=WINDOW, sliding_window=WINDOW)
+    @parameterized.expand([("full",), ("sliding",)])
+    def test_static_hybrid_layer_not_recording_is_not_croppable(self, name):
+        if name == "full":
+            layer = LinearAttentionAndStaticFullAttentionLayer(max_cache_len=MAX_CACHE_LEN)
+        else:
+            layer = LinearAttentionAndStaticSlidingWindowAttentionLayer(max_cache_len=WINDOW, sliding_window=WINDOW)
         _fill(layer, 2)
         layer.update_conv_state(_conv_inputs(0, 2), conv_kernel_size=KERNEL)
         self.assertFalse(layer.is_croppable)
+        # Its attention part could remove a token, its conv states could not: neither part changes
+        before = _snapshot(layer)
+        with self.assertRaisesRegex(RuntimeError, "does not record"):
+            layer.crop(-1)
+        self.assertUnchanged(layer, before)
 
 
 @require_torch
@@ -963,6 +1010,16 @@ class QuantizedLayersCropTest(CropTestCase):
         keys, _ = layer.update(_tokens(expected_length, 1), _tokens(expected_length, 1))
         self.assertExactlyEqual(keys, _tokens(0, expected_length + 1))
         self.assertEqual(layer.get_seq_length(), expected_length + 1)
+
+    def test_quantized_layer_keeps_its_only_quantized_token(self):
+        # Every token but the first is residual: removing them all but the first is not a full rollback
+        layer = _exact_quantized_layer(residual_length=4)
+        _fill(layer, 1)
+        _fill(layer, 2, start=1, step=1)
+        layer.crop(-2)
+        self.assertEqual(layer.get_seq_length(), 1)
+        keys, _ = layer.update(_tokens(1, 1), _tokens(1, 1))
+        self.assertExactlyEqual(keys, _tokens(0, 2))
 
     def test_quantized_layer_refuses_quantized_tokens(self):
         layer = self._residual_layer()
@@ -1218,8 +1275,11 @@ class ModelCacheLayersCropTest(CropTestCase):
         layer = MiniMaxM3VLSparseStaticCacheLayer(max_cache_len=MAX_CACHE_LEN)
         _fill(layer, 3)
         layer.update_index(_tokens(0, 3))
+        index_position = layer.idx_cumulative_length
         layer.crop(tokens_to_remove)
         self.assertEqual(int(layer.get_seq_length()), expected_length)
+        # A static address: moved in place
+        self.assertIs(layer.idx_cumulative_length, index_position)
         self.assertEqual(int(layer.idx_cumulative_length), expected_length)
         self.assertExactlyEqual(layer.keys[:, :, :expected_length], _tokens(0, expected_length))
         self.assertExactlyEqual(layer.idx_keys[:, :, :expected_length], _tokens(0, expected_length))
@@ -1262,9 +1322,13 @@ class ModelCacheLayersCropTest(CropTestCase):
             self.assertEqual(int(layer.cumulative_length), expected_length - prefill_length)
             self.assertExactlyEqual(layer.prefill_keys[..., :prefill_length, :], _tokens(0, prefill_length))
             self.assertEqual(layer.all_keys[..., prefill_length:3, :].abs().sum().item(), 0)
+            # The freed sliding slots are cleared too
+            self.assertEqual(layer.keys[..., expected_length - prefill_length :, :].abs().sum().item(), 0)
         else:
             self.assertExactlyEqual(layer.prefill_keys, _tokens(0, prefill_length))
             self.assertExactlyEqual(layer.keys, _tokens(3, expected_length - prefill_length))
+        self.assertExactlyEqual(layer.prefill_values, layer.prefill_keys)
+        self.assertExactlyEqual(layer.values, layer.keys)
 
         # The next token lands right after the kept ones: in the prefill if it was cut, else in the sliding window
         keys, _ = layer.update(_tokens(expected_length, 1), _tokens(expected_length, 1))
@@ -1288,7 +1352,10 @@ class ModelCacheLayersCropTest(CropTestCase):
         _fill(layer, 3)
         _fill(layer, WINDOW, start=3, step=1)
         self.assertIs(layer.is_croppable, True)
-        _fill(layer, 1, start=3 + WINDOW)
+        # Exactly full: the kept tokens are all there
+        layer.crop(-1)
+        self.assertExactlyEqual(layer.keys[:, :, : WINDOW - 1], _tokens(3, WINDOW - 1))
+        _fill(layer, 2, start=2 + WINDOW, step=1)
         self.assertIs(layer.is_croppable, False)
 
 
