@@ -70,7 +70,7 @@ TEST_SELECTION = {
     "v5_24": (
         "tests/v5_24",
         "tests/test_crop_arguments.py",
-        "tests/test_crop_kept_behaviour.py",
+        "tests/test_kept_crops.py",
         "tests/test_stateful_history.py",
         "tests/test_generation_history.py",
     ),
@@ -78,7 +78,7 @@ TEST_SELECTION = {
     "v5_25": (
         "tests/v5_25",
         "tests/test_syncs.py",
-        "tests/test_linear_attention_kept.py",
+        "tests/test_kept_linear_attention.py",
         "tests/test_kept_attention_crops.py",
         "tests/test_generation_main_hybrid.py",
     ),
@@ -88,11 +88,11 @@ TEST_SELECTION = {
 # runs every test that executes the mutated function).
 FAST_TESTS = {
     "v5_14": ("tests/v5_14/", "tests/test_call_sites.py", "tests/test_kept_v5_14.py"),
-    "v5_24": ("tests/v5_24/", "tests/test_crop_arguments.py", "tests/test_crop_kept_behaviour.py"),
+    "v5_24": ("tests/v5_24/", "tests/test_crop_arguments.py", "tests/test_kept_crops.py"),
     "v5_25": (
         "tests/v5_25/",
         "tests/test_syncs.py",
-        "tests/test_linear_attention_kept.py",
+        "tests/test_kept_linear_attention.py",
         "tests/test_kept_attention_crops.py",
     ),
 }
