@@ -297,6 +297,16 @@ OPERATOR: dict[tuple[str, str, str], str] = {
         'if getattr(self, "_assistant_history_length", 0) <= history_length:',
         "core/ReplaceComparisonOperator_Lt_LtE",
     ): "with equal lengths `activate_past_recording` is called with the `maxlen` the history already has: the same history.",
+    (
+        "step3_atomic/cache_utils.py",
+        "stop = max(max_length, -(2** 61))",
+        "core/NumberReplacer",
+    ): "any bound between 2**61 and int64's range clamps the same way: no layer holds 2**61 tokens.",
+    (
+        "step3_atomic/cache_utils.py",
+        "if layer.get_seq_length() >= max_length:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "for a layer of exactly `max_length` tokens the extra slice `[..., :max_length, :]` keeps every token (same values).",
 }
 
 SEMANTIC: dict[tuple[str, str, str], str] = {

@@ -176,6 +176,15 @@ class DynamicLayersCropTest(unittest.TestCase):
         _fill(cache, 4, layer_idx=0)
         _crop_quietly(cache, 0)
         self.assertEqual([layer.get_seq_length() for layer in self_attention_cache.layers], [0, 0, 0])
+        if cache_name == "dynamic_cache":
+            # `crop(0)` puts the layers back as they were built: their old states are freed, not kept as empty views
+            self.assertEqual([layer.keys for layer in cache.layers], [None, None, None])
+        # A removal beyond what slicing takes (int64) is clamped, without torch's truncation warning
+        _fill(cache, 2, layer_idx=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            cache.crop(-(2**70))
+        self.assertEqual(self_attention_cache.layers[0].get_seq_length(), 0)
 
     @parameterized.expand([(0,), (-1,)])
     def test_indexed_layer_of_one_token_empties_its_indexer_keys(self, argument):
