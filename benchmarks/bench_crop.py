@@ -273,7 +273,7 @@ class Group:
     def result(self) -> str:
         """What the first cache holds now (to show what each variant did)."""
         layer = self.caches[0].layers[0]
-        text = str(layer.keys.shape[-2]) if layer.is_initialized else "0 (as built)"
+        text = str(layer.keys.shape[-2]) if layer.is_initialized else "0"  # 5.14 crop(0): back as built
         if self.kind == "hybrid":
             text += f", conv {layer.conv_states[0].shape[-1]}"
         return text
