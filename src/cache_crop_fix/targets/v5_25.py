@@ -150,8 +150,9 @@ STEPS = (
             "A crop must leave a layer as if it had only seen the kept tokens, or refuse before anything changes. Three "
             "attention layers silently keep other tokens instead: a recording `DynamicSlidingWindowLayer` after "
             "`crop(0)` (which `generate` calls after every forward) trimmed its window, so a following `crop(-1)` "
-            "keeps one token too few; a `StaticSlidingWindowLayer` whose `max_cache_len` exceeds its window may have "
-            "overwritten the states to restore (its own `is_croppable` says so, but `crop` did not check); and the "
+            "keeps one token too few; a `StaticSlidingWindowLayer` may have overwritten the states to restore when its "
+            "`max_cache_len` exceeds its window (its own `is_croppable` says so, but `crop` did not check) or when it "
+            "saw more tokens than its window (a cache of sliding layers only, where `is_croppable` stays `True`); and the "
             "quantized layers cut only their residual part.\n\n"
             + REFUSE_REPRODUCTION
             + "\n\nThey now raise a `ValueError` that says what can be "

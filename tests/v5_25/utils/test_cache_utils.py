@@ -605,8 +605,10 @@ class RefusedCropTest(unittest.TestCase):
         layer.crop(-length)
         self.assertEqual((layer.get_seq_length(), layer.keys.shape[-2], layer.values.shape[-2]), (0, 0, 0))
 
-    def test_static_sliding_window_that_wrapped_around_refuses(self):
-        layer = StaticSlidingWindowLayer(max_cache_len=8, sliding_window=4)
+    @parameterized.expand([(8,), (4,)])
+    def test_static_sliding_window_that_wrapped_around_refuses(self, max_cache_len):
+        # With `max_cache_len=4`, `is_croppable` is `True`, yet a cache of sliding layers only goes on past the window
+        layer = StaticSlidingWindowLayer(max_cache_len=max_cache_len, sliding_window=4)
         for position in range(6):
             layer.update(_tokens(position, 1), _tokens(position, 1))
         self.assertRefusedUnchanged(Cache(layers=[layer]), -1)

@@ -47,3 +47,16 @@ class UnlimitedOcrStaticCropTest(unittest.TestCase):
         layer.update(_tokens(10, 2 - kept), _tokens(10, 2 - kept))
         self.assertEqual(layer.get_seq_length(), 2)
         self.assertEqual(layer.prefill_keys[0, 0, :, 0].tolist(), [1.0, 11.0][:kept] + [11.0, 12.0][: 2 - kept])
+
+    def test_partial_crop_of_a_window_that_wrapped_around_refuses(self):
+        layer = UnlimitedOcrStaticReferenceSlidingWindowLayer(max_cache_len=6, sliding_window=4)
+        layer.set_prefill_length(2)
+        for position in range(8):
+            layer.update(_tokens(position, 1), _tokens(position, 1))
+        # The prefill fits (`is_croppable`), but the 6 decoded tokens overwrote the first ones of the window of 4
+        self.assertTrue(layer.is_croppable)
+        keys = layer.all_keys.clone()
+        with self.assertRaisesRegex(ValueError, "wrapped around"):
+            layer.crop(-1)
+        self.assertEqual(layer.get_seq_length(), 8)
+        self.assertTrue(torch.equal(layer.all_keys, keys))

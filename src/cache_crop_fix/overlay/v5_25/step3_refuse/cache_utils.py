@@ -84,14 +84,18 @@ class DynamicSlidingWindowLayer:
 class StaticSlidingWindowLayer:
     def _check_crop(self, tokens_to_remove: int) -> None:
         """
-        Raises for a partial removal if the layer is not croppable (see `is_croppable`): its window may have wrapped around and
-        overwritten the states the crop would need. Removing every token is always possible.
+        Raises for a partial removal if the layer is not croppable (see `is_croppable`), or if it saw more tokens than its
+        window holds: its window may have wrapped around and overwritten the states the crop would need. Removing every
+        token is always possible.
         """
-        if 0 < -tokens_to_remove < self.cumulative_length_int and not self.is_croppable:
+        # `is_croppable` only says the window cannot wrap in a cache whose other layers stop at `max_cache_len`: a cache of
+        # sliding layers only goes on past it
+        seq_length = self.cumulative_length_int
+        if 0 < -tokens_to_remove < seq_length and (not self.is_croppable or seq_length > self.max_cache_len):
             raise ValueError(
-                f"Cannot remove {-tokens_to_remove} of the {self.cumulative_length_int} tokens of a `{self.__class__.__name__}`: "
-                "its window may have wrapped around and overwritten the states to restore (`is_croppable` is `False`). Only "
-                "all of them can be removed (`crop(-cache.get_seq_length())`)."
+                f"Cannot remove {-tokens_to_remove} of the {seq_length} tokens of a `{self.__class__.__name__}`: its window "
+                f"of {self.max_cache_len} tokens may have wrapped around and overwritten the states to restore. Only all of "
+                "them can be removed (`crop(-cache.get_seq_length())`)."
             )
 
     def crop(self, tokens_to_remove: int) -> None:
