@@ -12,6 +12,14 @@ import warnings
 import torch
 
 
+_CROP_0_WARNING = (
+    "`crop(0)` empties the cache: 0 is read as an absolute length to keep. If it comes from `crop(-k)` with `k == 0` "
+    "(nothing to remove), it removes everything instead of nothing: skip the call when `k == 0`, or write "
+    "`crop(tokens_to_remove=-k)`, where 0 removes nothing. For a full rollback, write `crop(-cache.get_seq_length())`: "
+    "transformers 5.15+ reads `crop(0)` as 'remove nothing'."
+)
+
+
 def _check_crop_argument(max_length, tokens_to_remove) -> int | None:
     """
     Validates the arguments of `crop` and returns them as a single `max_length` int, or `None` when there is nothing
@@ -34,14 +42,7 @@ def _check_crop_argument(max_length, tokens_to_remove) -> int | None:
         max_length = _as_crop_int(max_length, "max_length")
 
     if max_length == 0:
-        warnings.warn(
-            "`crop(0)` empties the cache: 0 is read as an absolute length to keep. If it comes from `crop(-k)` with "
-            "`k == 0` (nothing to remove), it removes everything instead of nothing: skip the call when `k == 0`, or "
-            "write `crop(tokens_to_remove=-k)`, where 0 removes nothing. For a full rollback, write "
-            "`crop(-cache.get_seq_length())`: transformers 5.15+ reads `crop(0)` as 'remove nothing'.",
-            FutureWarning,
-            stacklevel=3,
-        )
+        warnings.warn(_CROP_0_WARNING, FutureWarning, stacklevel=3)
     elif max_length > 0:
         warnings.warn(
             f"Cropping a cache to an absolute length (`crop({max_length})`) is deprecated: transformers 5.20+ raises "
@@ -90,8 +91,10 @@ class Cache:
                 Keyword alias of `max_length` with its meaning from transformers 5.15 on, where it replaces
                 `max_length`: a negative value removes that many tokens, and `0` removes nothing.
         """
-        # A plain negative int (`crop(-k)`, as assisted decoding passes) needs no conversion and no warning
-        if type(max_length) is int and max_length < 0 and tokens_to_remove is None:
+        # A plain int needs no conversion, and `crop(-k)` (as assisted decoding passes) no warning
+        if type(max_length) is int and max_length <= 0 and tokens_to_remove is None:
+            if max_length == 0:
+                warnings.warn(_CROP_0_WARNING, FutureWarning, stacklevel=2)
             self._crop(max_length)
             return
         max_length = _check_crop_argument(max_length, tokens_to_remove)
