@@ -134,26 +134,6 @@ def test_dynamic_indexed_layer_crops_its_indexer_positions_and_keys(removal):
     assert (layer.get_seq_length(), layer.indexer_position_ids) == (kept, None)
 
 
-def test_recording_hybrid_sliding_layer_removes_the_tokens_added_since_the_last_crop():
-    # Both parts of the layer can remove the 3 tokens of the last forward; the crop of one part does not make the
-    # other's refuse (each part is cropped after both were checked)
-    from transformers.cache_utils import LinearAttentionAndSlidingWindowAttentionLayer
-
-    layer = LinearAttentionAndSlidingWindowAttentionLayer(sliding_window=4)
-    layer.activate_past_recording(recurrent_states_to_keep=3)
-    for start, length in ((0, 6), (6, 3)):
-        layer.update(_tokens(start, length), _tokens(start, length))
-        layer.update_conv_state(_tokens(start, length).view(1, 1, length), conv_kernel_size=2)
-        states = [torch.full((1, 1), float(start + p + 1), dtype=torch.float64) for p in range(length - 3, length)]
-        layer.update_recurrent_state(states)
-        if start == 0:
-            layer.crop(0)
-    layer.crop(-3)
-    assert (layer.get_seq_length(), layer.num_tokens_linear, layer.recurrent_states[0].item()) == (6, 6, 6.0)
-    assert layer.keys[0, 0, :, 0].tolist() == [4.0, 5.0, 6.0]
-    assert layer.conv_states[0][0, 0].tolist() == [5.0, 6.0]
-
-
 def test_unlimited_ocr_crop_0_of_a_window_that_wrapped_around_keeps_it():
     from transformers.models.unlimited_ocr.modeling_unlimited_ocr import UnlimitedOcrStaticReferenceSlidingWindowLayer
 

@@ -657,6 +657,21 @@ class RefusedCropTest(unittest.TestCase):
         self.assertEqual((after[0], after[2]), (before[0], before[2]))
         self.assertTrue(torch.equal(after[1], before[1]) and torch.equal(after[3], before[3]))
 
+    def test_recording_hybrid_sliding_layer_removes_the_tokens_added_since_the_last_crop(self):
+        # Both parts can remove the 3 tokens of the last forward: the crop of one part does not make the other refuse
+        layer = LinearAttentionAndSlidingWindowAttentionLayer(sliding_window=4)
+        layer.activate_past_recording(recurrent_states_to_keep=3)
+        _hybrid_forward(layer, 0, 6, 3)
+        layer.crop(0)
+        _hybrid_forward(layer, 6, 3, 3)
+        layer.crop(-3)
+        self.assertEqual(
+            (layer.get_seq_length(), layer.num_tokens_linear, layer.recurrent_states[0].item()), (6, 6, 6.0)
+        )
+        self.assertEqual(
+            [layer.keys[0, 0, :, 0].tolist(), layer.conv_states[0][0, 0].tolist()], [[4.0, 5.0, 6.0], [5.0, 6.0]]
+        )
+
     @require_optimum_quanto
     def test_quantized_layer_refuses(self):
         layer = QuantoQuantizedLayer(residual_length=2, q_group_size=16)
