@@ -171,6 +171,31 @@ OPERATOR: dict[tuple[str, str, str], str] = {
         "if not self.is_indexer_initialized or self.indexer_keys.numel() == -1:",
         "core/NumberReplacer",
     ): "`numel()` is never -1; an initialized, empty indexer is sliced to the same empty tensor.",
+    (
+        "step3_refuse/cache_utils.py",
+        'f"window of {self.sliding_window} would need tokens it dropped, as it holds the last {self.keys.shape[2]} "',
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "the key states are 4-D (batch, heads, tokens, head_dim), so `shape[2]` is `shape[-2]`: the same number in the message.",
+    (
+        "step3_refuse/cache_utils.py",
+        "if tokens_to_remove <= 0:",
+        "core/ReplaceComparisonOperator_Lt_LtE",
+    ): "for 0 the clamp keeps 0 (`max(0, -cumulative_length)`) and `_check_crop(0)` returns at once: the same crop.",
+    (
+        "step3_refuse/cache_utils.py",
+        "if tokens_to_remove < 1:",
+        "core/NumberReplacer",
+    ): "on ints `< 1` adds only 0, for which the clamp keeps 0 and `_check_crop(0)` returns at once: the same crop.",
+    (
+        "step3_refuse/cache_utils.py",
+        "if tokens_to_remove < 0 and self.get_seq_length() >= 0:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "differs only for a layer holding no token, which `reset` leaves as it is (no states, quantized or not, a length of 0).",
+    (
+        "step3_refuse/cache_utils.py",
+        "if tokens_to_remove < 0 and self.get_seq_length() > -1:",
+        "core/NumberReplacer",
+    ): "differs only for a layer holding no token, which `reset` leaves as it is (no states, quantized or not, a length of 0).",
 }
 
 SEMANTIC: dict[tuple[str, str, str], str] = {
