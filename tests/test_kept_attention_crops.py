@@ -1,6 +1,7 @@
 """What the 5.25 fix keeps of upstream's `crop` on attention layers (these tests pass on stock 5.25.0 too, so they are
 regression guards of the fix, not proofs; the proofs are in `tests/v5_25`): a positive value is refused before anything
-changes, on every layer type, and the indexer positions and keys of `DynamicIndexedLayer` follow the kept tokens.
+changes, on every layer type, the indexer positions and keys of `DynamicIndexedLayer` follow the kept tokens, and a
+recording sliding window that still holds every token it saw can keep any of them.
 """
 
 import pytest
@@ -79,6 +80,7 @@ def _state(layer):
             "_quantized_keys",
             "indexer_cumulative_length",
             "indexer_keys",
+            "idx_cumulative_length",
         )
     }
 
@@ -127,31 +129,28 @@ def test_dynamic_indexed_layer_crops_its_indexer_positions_and_keys(removal):
     layer.update_indexer(_tokens(0, 1).view(1, 1, 1))
     layer.crop(removal)
     assert layer.indexer_keys.shape[1] == 0
-    # A layer whose model did not use the indexer yet (no positions, no index keys) crops its states only
+    # A layer whose model did not use the indexer yet (no positions, no index keys) crops its states only, and the
+    # positions the model stored before running the indexer follow the kept tokens
     layer = DynamicIndexedLayer()
     layer.update(_tokens(0, 3), _tokens(0, 3))
     layer.crop(removal)
     assert (layer.get_seq_length(), layer.indexer_position_ids) == (kept, None)
+    layer = DynamicIndexedLayer()
+    layer.update(_tokens(0, 3), _tokens(0, 3))
+    layer.indexer_position_ids = torch.arange(3).view(1, 3)
+    layer.crop(removal)
+    assert layer.indexer_position_ids.tolist() == [list(range(kept))]
 
 
-def test_recording_hybrid_sliding_layer_removes_the_tokens_added_since_the_last_crop():
-    # Both parts of the layer can remove the 3 tokens of the last forward; the crop of one part does not make the
-    # other's refuse (each part is cropped after both were checked)
-    from transformers.cache_utils import LinearAttentionAndSlidingWindowAttentionLayer
+def test_recording_sliding_layer_not_cropped_since_it_filled_can_keep_fewer_tokens_than_its_window():
+    # It still holds every token it saw, so any removal keeps the right ones
+    from transformers.cache_utils import DynamicSlidingWindowLayer
 
-    layer = LinearAttentionAndSlidingWindowAttentionLayer(sliding_window=4)
-    layer.activate_past_recording(recurrent_states_to_keep=3)
-    for start, length in ((0, 6), (6, 3)):
-        layer.update(_tokens(start, length), _tokens(start, length))
-        layer.update_conv_state(_tokens(start, length).view(1, 1, length), conv_kernel_size=2)
-        states = [torch.full((1, 1), float(start + p + 1), dtype=torch.float64) for p in range(length - 3, length)]
-        layer.update_recurrent_state(states)
-        if start == 0:
-            layer.crop(0)
-    layer.crop(-3)
-    assert (layer.get_seq_length(), layer.num_tokens_linear, layer.recurrent_states[0].item()) == (6, 6, 6.0)
-    assert layer.keys[0, 0, :, 0].tolist() == [4.0, 5.0, 6.0]
-    assert layer.conv_states[0][0, 0].tolist() == [5.0, 6.0]
+    layer = DynamicSlidingWindowLayer(sliding_window=4)
+    layer.activate_past_recording()
+    layer.update(_tokens(0, 6), _tokens(0, 6))
+    layer.crop(-4)
+    assert (layer.get_seq_length(), layer.keys[0, 0, :, 0].tolist()) == (2, [1.0, 2.0])
 
 
 def test_unlimited_ocr_crop_0_of_a_window_that_wrapped_around_keeps_it():

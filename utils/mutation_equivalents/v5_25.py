@@ -146,6 +146,56 @@ OPERATOR: dict[tuple[str, str, str], str] = {
         "if tokens_to_remove < 0 and self.cumulative_length >= 0:",
         "core/ReplaceComparisonOperator_Gt_GtE",
     ): "differs only for a layer holding no token, which `reset` leaves as it is (no states, a length of 0).",
+    (
+        "step1_clamp/cache_utils.py",
+        "if tokens_to_remove <= -(2**62):",
+        "core/ReplaceComparisonOperator_Lt_LtE",
+    ): "`-(2**62)` is then replaced by itself.",
+    (
+        "step1_clamp/cache_utils.py",
+        "if tokens_to_remove < -(2** 63):",
+        "core/NumberReplacer",
+    ): "removals in `[-(2**63), -(2**62))` fit in 64 bits: the slice empties the layer without a warning, as the clamped one does (no layer holds 2**62 tokens).",
+    (
+        "step1_clamp/cache_utils.py",
+        "if tokens_to_remove < -(2** 61):",
+        "core/NumberReplacer",
+    ): "removals in `[-(2**62), -(2**61))` become `-(2**62)`: both empty any layer (no layer holds 2**61 tokens).",
+    (
+        "step1_clamp/cache_utils.py",
+        "tokens_to_remove = -(2** 61)",
+        "core/NumberReplacer",
+    ): "`-(2**61)` empties any layer too (no layer holds 2**61 tokens), and fits in 64 bits.",
+    (
+        "step1_clamp/cache_utils.py",
+        "if not self.is_indexer_initialized or self.indexer_keys.numel() == -1:",
+        "core/NumberReplacer",
+    ): "`numel()` is never -1; an initialized, empty indexer is sliced to the same empty tensor.",
+    (
+        "step3_refuse/cache_utils.py",
+        'f"window of {self.sliding_window} would need tokens it dropped, as it holds the last {self.keys.shape[2]} "',
+        "core/ReplaceUnaryOperator_Delete_USub",
+    ): "the key states are 4-D (batch, heads, tokens, head_dim), so `shape[2]` is `shape[-2]`: the same number in the message.",
+    (
+        "step3_refuse/cache_utils.py",
+        "if tokens_to_remove <= 0:",
+        "core/ReplaceComparisonOperator_Lt_LtE",
+    ): "for 0 the clamp keeps 0 (`max(0, -cumulative_length)`) and `_check_crop(0)` returns at once: the same crop.",
+    (
+        "step3_refuse/cache_utils.py",
+        "if tokens_to_remove < 1:",
+        "core/NumberReplacer",
+    ): "on ints `< 1` adds only 0, for which the clamp keeps 0 and `_check_crop(0)` returns at once: the same crop.",
+    (
+        "step3_refuse/cache_utils.py",
+        "if tokens_to_remove < 0 and self.get_seq_length() >= 0:",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "differs only for a layer holding no token, which `reset` leaves as it is (no states, quantized or not, a length of 0).",
+    (
+        "step3_refuse/cache_utils.py",
+        "if tokens_to_remove < 0 and self.get_seq_length() > -1:",
+        "core/NumberReplacer",
+    ): "differs only for a layer holding no token, which `reset` leaves as it is (no states, quantized or not, a length of 0).",
 }
 
 SEMANTIC: dict[tuple[str, str, str], str] = {
@@ -484,29 +534,4 @@ SEMANTIC: dict[tuple[str, str, str], str] = {
         "LinearAttentionAndStaticSlidingWindowAttentionLayer.crop: swapped: LinearAttentionLayer.crop(self, tokens_to_remove) <-> StaticSlidingWindowLayer.crop(self, tokens_to_remove)",
         "semantic/swap",
     ): "the parts share no state; the static sliding part's check, run again by `LinearAttentionLayer.crop` after its crop, passes (`is_croppable` unchanged, and a refused layer only allows a full removal, after which `0 < -tokens_to_remove < 0` is false).",
-    (
-        "step1_clamp/cache_utils.py",
-        "if tokens_to_remove <= -(2**62):",
-        "core/ReplaceComparisonOperator_Lt_LtE",
-    ): "`-(2**62)` is then replaced by itself.",
-    (
-        "step1_clamp/cache_utils.py",
-        "if tokens_to_remove < -(2** 63):",
-        "core/NumberReplacer",
-    ): "removals in `[-(2**63), -(2**62))` fit in 64 bits: the slice empties the layer without a warning, as the clamped one does (no layer holds 2**62 tokens).",
-    (
-        "step1_clamp/cache_utils.py",
-        "if tokens_to_remove < -(2** 61):",
-        "core/NumberReplacer",
-    ): "removals in `[-(2**62), -(2**61))` become `-(2**62)`: both empty any layer (no layer holds 2**61 tokens).",
-    (
-        "step1_clamp/cache_utils.py",
-        "tokens_to_remove = -(2** 61)",
-        "core/NumberReplacer",
-    ): "`-(2**61)` empties any layer too (no layer holds 2**61 tokens), and fits in 64 bits.",
-    (
-        "step1_clamp/cache_utils.py",
-        "if not self.is_indexer_initialized or self.indexer_keys.numel() == -1:",
-        "core/NumberReplacer",
-    ): "`numel()` is never -1; an initialized, empty indexer is sliced to the same empty tensor.",
 }

@@ -570,35 +570,42 @@ class RefusedCropTest(unittest.TestCase):
         layer.crop(removal)
         self.assertEqual((layer.get_seq_length(), layer.keys), (0, None))
 
-    def test_crops_beyond_the_window_of_a_recording_sliding_layer(self):
+    @parameterized.expand([(4,), (6,)])
+    def test_crops_beyond_the_window_of_a_recording_sliding_layer(self, prefill):
         layer = DynamicSlidingWindowLayer(sliding_window=4)
         layer.activate_past_recording()
-        layer.update(_tokens(0, 6), _tokens(0, 6))
+        layer.update(_tokens(0, prefill), _tokens(0, prefill))
         # `crop(0)` keeps the `sliding_window - 1` tokens the next forward needs, in both states
         layer.crop(0)
-        self.assertEqual([layer.keys[0, 0, :, 0].tolist(), layer.values[0, 0, :, 0].tolist()], [[4.0, 5.0, 6.0]] * 2)
+        kept = [prefill - 2.0, prefill - 1.0, float(prefill)]
+        self.assertEqual([layer.keys[0, 0, :, 0].tolist(), layer.values[0, 0, :, 0].tolist()], [kept] * 2)
         # A partial crop keeps the `sliding_window - 1` tokens before the removed ones, in both states: of the 3 tokens
         # added since `crop(0)`, all can be removed, not one more (the layer checks its own crops)
-        layer.update(_tokens(6, 3), _tokens(6, 3))
-        with self.assertRaisesRegex(ValueError, "Cannot remove 4 of the 9 tokens"):
+        layer.update(_tokens(prefill, 3), _tokens(prefill, 3))
+        error = f"Cannot remove 4 of the {prefill + 3} tokens .* window of 4 .* holds the last 6 only"
+        with self.assertRaisesRegex(ValueError, error):
             layer.crop(-4)
         layer.crop(-3)
-        self.assertEqual([layer.keys[0, 0, :, 0].tolist(), layer.values[0, 0, :, 0].tolist()], [[4.0, 5.0, 6.0]] * 2)
-        self.assertEqual(layer.get_seq_length(), 6)
+        self.assertEqual([layer.keys[0, 0, :, 0].tolist(), layer.values[0, 0, :, 0].tolist()], [kept] * 2)
+        self.assertEqual(layer.get_seq_length(), prefill)
         # Removing more than every token empties it
         layer.crop(-100)
         self.assertEqual((layer.get_seq_length(), layer.keys.shape[-2], layer.values.shape[-2]), (0, 0, 0))
         keys, values = layer.update(_tokens(10, 2), _tokens(10, 2))
         self.assertEqual([keys[0, 0, :, 0].tolist(), values[0, 0, :, 0].tolist()], [[11.0, 12.0]] * 2)
 
-    @parameterized.expand([(4,), (6,)])
-    def test_sliding_window_without_recording_can_remove_nothing_or_everything(self, length):
-        # A full window that does not record holds its last 3 tokens
-        layer = DynamicSlidingWindowLayer(sliding_window=4)
+    @parameterized.expand([(kind, length) for kind in ("dynamic", "hybrid") for length in (4, 6)])
+    def test_sliding_window_without_recording_can_remove_nothing_or_everything(self, kind, length):
+        # A full window that does not record holds its last 3 tokens (a hybrid layer's linear part holds no state)
+        if kind == "dynamic":
+            layer = DynamicSlidingWindowLayer(sliding_window=4)
+        else:
+            layer = LinearAttentionAndSlidingWindowAttentionLayer(sliding_window=4)
         layer.update(_tokens(0, length), _tokens(0, length))
         layer.crop(0)
-        with self.assertRaisesRegex(RuntimeError, "does not track past states"):
-            layer.crop(1 - length)
+        for removal in (-1, 1 - length):
+            with self.assertRaisesRegex(RuntimeError, "does not track past states"):
+                layer.crop(removal)
         self.assertEqual(
             (layer.get_seq_length(), layer.keys[0, 0, :, 0].tolist()), (length, [length - 2.0, length - 1.0, length])
         )
@@ -659,6 +666,21 @@ class RefusedCropTest(unittest.TestCase):
         self.assertEqual((after[0], after[2]), (before[0], before[2]))
         self.assertTrue(torch.equal(after[1], before[1]) and torch.equal(after[3], before[3]))
 
+    def test_recording_hybrid_sliding_layer_removes_the_tokens_added_since_the_last_crop(self):
+        # Both parts can remove the 3 tokens of the last forward: the crop of one part does not make the other refuse
+        layer = LinearAttentionAndSlidingWindowAttentionLayer(sliding_window=4)
+        layer.activate_past_recording(recurrent_states_to_keep=3)
+        _hybrid_forward(layer, 0, 6, 3)
+        layer.crop(0)
+        _hybrid_forward(layer, 6, 3, 3)
+        layer.crop(-3)
+        self.assertEqual(
+            (layer.get_seq_length(), layer.num_tokens_linear, layer.recurrent_states[0].item()), (6, 6, 6.0)
+        )
+        self.assertEqual(
+            [layer.keys[0, 0, :, 0].tolist(), layer.conv_states[0][0, 0].tolist()], [[4.0, 5.0, 6.0], [5.0, 6.0]]
+        )
+
     @require_optimum_quanto
     def test_quantized_layer_refuses(self):
         layer = QuantoQuantizedLayer(residual_length=2, q_group_size=16)
@@ -668,10 +690,12 @@ class RefusedCropTest(unittest.TestCase):
                 layer.crop(removal)
         layer.crop(0)
         self.assertEqual(layer.get_seq_length(), 3)
-        # Removing every token empties both parts: the next tokens start a new sequence
+        # Removing every token empties both parts: the next tokens start a new sequence (of one token, then removed)
         layer.crop(-3)
-        keys, _ = layer.update(2 * torch.ones(1, 1, 2, 64), 2 * torch.ones(1, 1, 2, 64))
-        self.assertEqual((layer.get_seq_length(), keys.shape[-2], keys.unique().tolist()), (2, 2, [2.0]))
+        keys, _ = layer.update(2 * torch.ones(1, 1, 1, 64), 2 * torch.ones(1, 1, 1, 64))
+        self.assertEqual((layer.get_seq_length(), keys.shape[-2], keys.unique().tolist()), (1, 1, [2.0]))
+        layer.crop(-1)
+        self.assertEqual((layer.get_seq_length(), layer.keys, layer._quantized_keys), (0, None, None))
 
 
 @require_torch

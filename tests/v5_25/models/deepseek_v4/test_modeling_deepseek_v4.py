@@ -29,8 +29,8 @@ if is_torch_available():
     from transformers.models.deepseek_v4.modeling_deepseek_v4 import DeepseekV4CSACache, DeepseekV4HCACache
 
 
-def _filled(cache_class):
-    """A cache of 3 tokens, handed to its compressor."""
+def _filled(cache_class, length=3):
+    """A cache of `length` tokens, handed to its compressor."""
     config = DeepseekV4Config(
         num_hidden_layers=2,
         layer_types=["heavily_compressed_attention", "compressed_sparse_attention"],
@@ -38,9 +38,9 @@ def _filled(cache_class):
         sliding_window=8,
     )
     layer = cache_class(config)
-    states = torch.arange(1, 4, dtype=torch.float64).view(1, 1, 3, 1)
+    states = torch.arange(1, length + 1, dtype=torch.float64).view(1, 1, length, 1)
     layer.update(states, states)
-    layer.store_compression_weights("compressor", states.view(1, 3, 1), states.view(1, 3, 1))
+    layer.store_compression_weights("compressor", states.view(1, length, 1), states.view(1, length, 1))
     return layer
 
 
@@ -50,7 +50,9 @@ class DeepseekV4CacheCropTest(unittest.TestCase):
     def test_partial_crop_refuses_and_full_rollback_resets(self, cache_class):
         layer = _filled(cache_class)
         buffered = layer.buffer_kv["compressor"].shape[1]
-        with self.assertRaisesRegex(ValueError, "compressor states cannot be rolled back"):
+        with self.assertRaisesRegex(
+            ValueError, "Cannot remove 1 of the 3 tokens .* compressor states cannot be rolled back"
+        ):
             layer.crop(-1)
         self.assertEqual((layer.get_seq_length(), layer.buffer_kv["compressor"].shape[1]), (3, buffered))
         layer.crop(-5)
@@ -103,11 +105,13 @@ class DeepseekV4CacheCropTest(unittest.TestCase):
         self.assertGreater(len(rounds), 2)
         self.assertEqual(set(rounds), {(0, True)})  # no token, no compressor state
 
-    @parameterized.expand([(DeepseekV4HCACache,), (DeepseekV4CSACache,)])
-    def test_crop_0_keeps_everything_and_removing_exactly_every_token_resets(self, cache_class):
-        layer = _filled(cache_class)
+    @parameterized.expand(
+        [(cache_class, length) for cache_class in (DeepseekV4HCACache, DeepseekV4CSACache) for length in (1, 3)]
+    )
+    def test_crop_0_keeps_everything_and_removing_exactly_every_token_resets(self, cache_class, length):
+        layer = _filled(cache_class, length)
         buffered = layer.buffer_kv["compressor"].shape[1]
         layer.crop(0)
-        self.assertEqual((layer.get_seq_length(), layer.buffer_kv["compressor"].shape[1]), (3, buffered))
-        layer.crop(-3)
+        self.assertEqual((layer.get_seq_length(), layer.buffer_kv["compressor"].shape[1]), (length, buffered))
+        layer.crop(-length)
         self.assertEqual((layer.get_seq_length(), layer.buffer_kv["compressor"]), (0, None))

@@ -41,13 +41,13 @@ class MiniMaxM3VLSparseCacheCropTest(unittest.TestCase):
         layer = MiniMaxM3VLSparseCacheLayer() if kind == "dynamic" else MiniMaxM3VLSparseStaticCacheLayer(8)
         layer.update(_tokens(3), _tokens(3))
         layer.update_index(_tokens(3))
-        layer.crop(-2)
-        layer.crop(-5)
-        self.assertEqual(int(layer.get_seq_length()), 0)
-        if kind == "dynamic":
-            self.assertEqual(layer.idx_keys.shape[-2], 0)
-        else:
-            self.assertEqual(layer.idx_cumulative_length.tolist(), [0])
+        for removal, kept in ((-1, 2), (-5, 0)):
+            layer.crop(removal)
+            self.assertEqual(int(layer.get_seq_length()), kept)
+            if kind == "dynamic":
+                self.assertEqual(layer.idx_keys.shape[-2], kept)
+            else:
+                self.assertEqual(layer.idx_cumulative_length.tolist(), [kept])
 
     def test_crop_before_the_first_index_keys(self):
         layer = MiniMaxM3VLSparseCacheLayer()
