@@ -22,9 +22,9 @@ class UnlimitedOcrStaticReferenceSlidingWindowLayer:
         # Clear the freed sliding slots (host-side bounds, no device sync), so that the layer holds what a layer that only
         # saw the kept tokens holds: the whole window if it wrapped around (only a full rollback is allowed then)
         if self.is_initialized and self.cumulative_length_int < sliding_length:
-            start = self.cumulative_length_int if sliding_length <= self.max_cache_len else 0
-            self.keys[:, :, start : min(sliding_length, self.max_cache_len)].zero_()
-            self.values[:, :, start : min(sliding_length, self.max_cache_len)].zero_()
+            end = min(sliding_length, self.max_cache_len)
+            self.keys[:, :, self.cumulative_length_int : end].zero_()
+            self.values[:, :, self.cumulative_length_int : end].zero_()
         prefill_tokens_to_remove = -tokens_to_remove - sliding_length
         if prefill_tokens_to_remove > 0:
             self.prefill_cumulative_length = max(self.prefill_cumulative_length - prefill_tokens_to_remove, 0)
