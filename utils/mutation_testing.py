@@ -562,6 +562,9 @@ def serve(target: str) -> int:
             connection.sendall(json.dumps({"code": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
 
 
+BROKEN_SELECTION = "BROKEN SELECTION"
+
+
 def pytest_main(args: list[str]) -> int:
     import pytest
 
@@ -640,6 +643,10 @@ def run_tests(target: str, phase: str = "all") -> int:
             connection.sendall(json.dumps({"args": args, "log": log.name}).encode() + b"\n")
             code = json.loads(connection.makefile().readline())["code"]
         print(log.read()[-4000:])
+    if code in (4, 5):
+        # pytest's usage error (e.g. a test name not found) or no test collected: a broken selection, not a kill
+        # (`recheck_survivors` stops at this line instead of recording the outcome)
+        print(f"{BROKEN_SELECTION}: pytest exited with {code} for a selection of {len(tests)} tests")
     return code
 
 
@@ -668,11 +675,21 @@ def recheck_survivors(
         # Tests added since the map was measured run for every survivor (what they execute is not known)
         command = [sys.executable, "-B", "-m", "pytest", "--collect-only", *_selection_args(target)]
         output = subprocess.run(command, cwd=shards[0], env=_env(shards[0]), capture_output=True, text=True).stdout
+        collected = [line for line in output.splitlines() if "::" in line]
         data = json.loads((work / "coverage.json").read_text())
         measured = set(data["order"])
-        data["unmeasured"] = [line for line in output.splitlines() if "::" in line and line not in measured]
+        data["unmeasured"] = [test for test in collected if test not in measured]
+        # Tests renamed or removed since are not selected: pytest would stop at the unknown name with an error, which
+        # would count as a kill (a renamed one is among the tests added since)
+        current = set(collected)
+        gone = [test for test in data["order"] if test not in current]
+        data["order"] = [test for test in data["order"] if test in current]
         (work / "coverage.json").write_text(json.dumps(data))
-        print(f"[{target}] {len(data['unmeasured'])} tests added since the map run for every survivor", flush=True)
+        print(
+            f"[{target}] {len(data['unmeasured'])} tests added since the map run for every survivor; {len(gone)} "
+            "renamed or removed are no longer selected",
+            flush=True,
+        )
 
     def recheck_shard(shard: Path) -> None:
         env = _env(shard)
@@ -696,13 +713,19 @@ def recheck_survivors(
                 if _argument(target, mutation, result) is not None:
                     continue  # argued equivalent: nothing to re-test
                 if family == "semantic":
-                    outcome = _test_semantic(shard, mutation, test_command).test_outcome.value
+                    tested = _test_semantic(shard, mutation, test_command)
+                    outcome, output = tested.test_outcome.value, tested.output
                 else:
                     command = [sys.executable, "-m", "cosmic_ray.cli", "mutate-and-test"]
                     command += [str(mutation.module_path), mutation.operator_name, str(mutation.occurrence)]
                     command += [test_command]
                     run = subprocess.run(command, cwd=shard, env=env, capture_output=True, text=True, check=True)
-                    outcome = json.loads(run.stdout)["test_outcome"]
+                    outcome, output = json.loads(run.stdout)["test_outcome"], run.stdout
+                if BROKEN_SELECTION in (output or ""):
+                    raise SystemExit(
+                        f"[{target}] {mutation.module_path}:{mutation.start_pos[0]}: the tests selected for it could "
+                        "not run (a name not found?): recheck without `--reuse-map` to measure the map again"
+                    )
                 print(f"[{target}] {mutation.module_path}:{mutation.start_pos[0]} {mutation.operator_name}: {outcome}")
                 db.set_result(
                     item.job_id,
