@@ -1753,8 +1753,10 @@ class LinearAttentionHistoryTest(unittest.TestCase):
         with self.assertRaises(RuntimeError):
             cache.crop(-1)
 
-    def test_without_history_recurrent_states_cannot_be_rolled_back(self):
-        cache = _history_cache()
+    @parameterized.expand([("recorded", True), ("not_recorded", False)])
+    def test_without_history_recurrent_states_cannot_be_rolled_back(self, _, record_past):
+        # Without recording the conv states refuse too: the error names what makes the crop possible, a history
+        cache = _history_cache() if record_past else Cache(layers=[LinearAttentionLayer(), DynamicLayer()])
         _linear_forward(cache, [1, 2])
         _linear_forward(cache, [3])
         self.assertFalse(cache.is_croppable)
