@@ -512,6 +512,11 @@ SEMANTIC: dict[tuple[str, str, str], str] = {
     ): "`number_of_tokens = -tokens_to_remove` only binds a local: computing it before the window's check changes nothing.",
     (
         "step5_models/models/deepseek_v4/modeling_deepseek_v4.py",
+        "DeepseekV4HCACache._check_crop: DynamicSlidingWindowLayer._check_crop(self, tokens_to_remov… moved past for name, buffered_kv in self.buffer_kv.items(): if buffere…",
+        "semantic/check-moved",
+    ): "the same crops are refused, with a `ValueError` before anything changes (the early return skips only `0` and full rollbacks, which the window never refuses); only the message differs when both refuse, naming the compressor (only a full rollback) instead of the window (both reasons hold; no code branches on the message).",
+    (
+        "step5_models/models/deepseek_v4/modeling_deepseek_v4.py",
         "DeepseekV4HCACache.crop: swapped: removed_tokens = seq_length - self.cumulative_length <-> self.values = self.keys",
         "semantic/swap",
     ): "`removed_tokens` reads the counters, `self.values = self.keys` rebinds the values: independent.",
