@@ -4,11 +4,20 @@
 `tests/<target>/` (mirroring upstream's `tests/`); only those of the target matching the installed transformers run.
 """
 
+import warnings
+
 import pytest
 
-import cache_crop_fix
-import transformers
-from cache_crop_fix.targets import TARGETS, target_for
+
+# A model module that the fix leaves stock (`patcher._patch_model_module` warns when the overlay does not match it) would
+# let its tests pass on stock transformers: in the tests it is an error, when the import below applies the fix to the
+# modules already imported, and when a test imports one (`pytest_configure`)
+UNPATCHED_WARNING = r"cache_crop_fix left .* unpatched"
+warnings.filterwarnings("error", message=UNPATCHED_WARNING, category=RuntimeWarning)
+
+import cache_crop_fix  # noqa: E402
+import transformers  # noqa: E402
+from cache_crop_fix.targets import TARGETS, target_for  # noqa: E402
 
 
 _TARGET = target_for(transformers.__version__)
@@ -22,6 +31,7 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    config.addinivalue_line("filterwarnings", f"error:{UNPATCHED_WARNING}:RuntimeWarning")
     if config.getoption("--stock"):
         cache_crop_fix.revert()
     else:

@@ -1,7 +1,8 @@
 """What the fix keeps from upstream at the edges of its rules (each passes on stock transformers too, so it is a project
 test, not an exported one): a sliding window layer one token short of its window can still remove a token, an FP8
 layer never updated has nothing to crop, and UnlimitedOcr's static layer is not croppable while its prefill is shorter
-than the room kept for it; `reset` of a linear attention layer without a history zeroes its states in place, and its updates without recording keep their addresses."""
+than the room kept for it; `reset` of a linear attention layer without a history zeroes its states in place, and its
+updates without recording keep their addresses; an assistant that builds its own cache (MiniMax) is left to it."""
 
 import pytest
 import torch
@@ -72,3 +73,23 @@ def test_linear_attention_layer_updates_without_recording_keep_the_states_addres
     layer.update_conv_state(torch.full((1, 2, 1), 2.0, dtype=torch.float64), conv_kernel_size=2)
     assert layer.conv_states[0] is conv_states and conv_states[..., -1].tolist() == [[2.0, 2.0]]
     assert layer.update_recurrent_state(torch.zeros(1, 2, 3, dtype=torch.float64)) is recurrent_states
+
+
+def test_assistant_that_prepares_its_own_cache_matches_greedy():
+    # MiniMax (linear attention) builds its own cache in `forward` (`generate` prepares none for it): as an assistant
+    # its cache is left to the model, and assisted decoding matches greedy decoding
+    from transformers import LlamaConfig, LlamaForCausalLM, MiniMaxConfig, MiniMaxForCausalLM
+
+    torch.manual_seed(0)
+    common = {"vocab_size": 32, "hidden_size": 16, "intermediate_size": 32, "num_attention_heads": 2}
+    common.update(num_key_value_heads=1, head_dim=8, pad_token_id=0, bos_token_id=None, eos_token_id=None)
+    main_model = LlamaForCausalLM(LlamaConfig(num_hidden_layers=1, **common)).eval()
+    assistant_config = MiniMaxConfig(
+        num_hidden_layers=2, layer_types=["linear_attention", "full_attention"], num_local_experts=2, **common
+    )
+    assistant = MiniMaxForCausalLM(assistant_config).eval()
+    assert not assistant._supports_default_dynamic_cache()
+    input_ids = torch.tensor([[5, 6, 7, 8]])
+    greedy = main_model.generate(input_ids, max_new_tokens=6, do_sample=False)
+    assisted = main_model.generate(input_ids, max_new_tokens=6, do_sample=False, assistant_model=assistant)
+    assert assisted.tolist() == greedy.tolist()

@@ -512,6 +512,11 @@ SEMANTIC: dict[tuple[str, str, str], str] = {
     ): "`number_of_tokens = -tokens_to_remove` only binds a local: computing it before the window's check changes nothing.",
     (
         "step5_models/models/deepseek_v4/modeling_deepseek_v4.py",
+        "DeepseekV4HCACache._check_crop: DynamicSlidingWindowLayer._check_crop(self, tokens_to_remov… moved past for name, buffered_kv in self.buffer_kv.items(): if buffere…",
+        "semantic/check-moved",
+    ): "the same crops are refused, with a `ValueError` before anything changes (the early return skips only `0` and full rollbacks, which the window never refuses); only the message differs when both refuse, naming the compressor (only a full rollback) instead of the window (both reasons hold; no code branches on the message).",
+    (
+        "step5_models/models/deepseek_v4/modeling_deepseek_v4.py",
         "DeepseekV4HCACache.crop: swapped: removed_tokens = seq_length - self.cumulative_length <-> self.values = self.keys",
         "semantic/swap",
     ): "`removed_tokens` reads the counters, `self.values = self.keys` rebinds the values: independent.",
@@ -780,4 +785,109 @@ SEMANTIC: dict[tuple[str, str, str], str] = {
         "LinearAttentionCacheLayerMixin.crop: swapped: LinearAttentionCacheLayerMixin._check_crop(self, -number_of… <-> history = getattr(self, 'history', None)",
         "semantic/swap",
     ): "`history` is a local read of an attribute that the check does not change.",
+    (
+        "step6_history/generation/candidate_generator.py",
+        "AssistedCandidateGenerator._update_past_and_masks: swapped: if self.assistant_kwargs.get('cache', None) is None and sel… <-> has_cache = self.assistant_kwargs.get('cache', None) is not…",
+        "semantic/swap",
+    ): "`has_cache` then misses the cache prepared in the first round, whose body is a no-op: the new cache is empty (no decision; a crop of at most one token of an empty cache changes nothing) and the masks, taken from the main model's for the same prompt, already have its length.",
+    (
+        "step6_history/generation/candidate_generator.py",
+        "AssistedCandidateGenerator._update_past_and_masks: swapped: if getattr(self, '_assistant_rollback', None) is None and c… <-> is_default_rollback = remove_from_pkv == 0 and num_added_to…",
+        "semantic/swap",
+    ): "`is_default_rollback` is a local computed from the arguments only: computing it before the decision changes nothing.",
+    (
+        "step6_history/generation/candidate_generator.py",
+        "AssistedCandidateGenerator._update_past_and_masks: swapped: num_added_tokens = 0 <-> self._set_assistant_history_length(cache)",
+        "semantic/swap",
+    ): "`num_added_tokens` is a local that `_set_assistant_history_length` does not read: the two are independent.",
+    (
+        "step6_history/generation/candidate_generator.py",
+        "AssistedCandidateGenerator._update_past_and_masks: swapped: if tokens_to_remove >= 0: try: cache.crop(-tokens_to_remove… <-> self.assistant_kwargs = _prepare_attention_mask(self.assist…",
+        "semantic/swap",
+    ): "the masks depend only on `input_ids`' length, and the crop on the cache: independent (a refused crop is caught either way).",
+    (
+        "step6_history/generation/candidate_generator.py",
+        "AssistedCandidateGenerator._update_past_and_masks: swapped: if self._assistant_refused_crops == 1: from ..utils import … <-> cache.crop(-cache.get_seq_length())",
+        "semantic/swap",
+    ): "the warning reads only `tokens_to_remove`, the error and the cache's class, which emptying the cache does not change: the same message, then the same empty cache.",
+    (
+        "step6_history/generation/candidate_generator.py",
+        "AssistedCandidateGenerator._update_past_and_masks: deleted: self._assistant_rollback = 'full'",
+        "semantic/delete",
+    ): "after the second refusal each later round tries the crop again: refused, it changes nothing (no warning: only the first refusal warns) and the cache is emptied as before; accepted, it is exact (a crop removes exactly or refuses): the same drafts and output, one check per round more.",
+    (
+        "step6_history/generation/candidate_generator.py",
+        "AssistedCandidateGenerator._update_past_and_masks: swapped: self.assistant_kwargs = _prepare_attention_mask(self.assist… <-> self.assistant_kwargs = _prepare_position_ids(self.assistan…",
+        "semantic/swap",
+    ): "the three upstream helpers each read and write only their own keys of the same dict (masks; position ids; token type ids) and return it: independent.",
+    (
+        "step6_history/generation/candidate_generator.py",
+        "AssistedCandidateGenerator._update_past_and_masks: swapped: self.assistant_kwargs = _prepare_position_ids(self.assistan… <-> self.assistant_kwargs = _prepare_token_type_ids(self.assist…",
+        "semantic/swap",
+    ): "the three upstream helpers each read and write only their own keys of the same dict (masks; position ids; token type ids) and return it: independent.",
+    (
+        "step6_history/generation/candidate_generator.py",
+        "AssistedCandidateGenerator._prepare_assistant_cache: swapped: from ..cache_utils import EncoderDecoderCache, LinearAttent… <-> model_kwargs = {}",
+        "semantic/swap",
+    ): "an import and a new local dict: independent.",
+    (
+        "step6_history/generation/candidate_generator.py",
+        "AssistedCandidateGenerator._prepare_assistant_cache: swapped: if cache is None: return <-> decoder_cache = cache.self_attention_cache if isinstance(ca…",
+        "semantic/swap",
+    ): "`isinstance(None, EncoderDecoderCache)` is false: `decoder_cache` is then `None`, never read, as the function returns.",
+    (
+        "step6_history/generation/candidate_generator.py",
+        "AssistedCandidateGenerator._prepare_assistant_cache: swapped: if not any((isinstance(layer, LinearAttentionCacheLayerMixi… <-> decoder_cache.activate_past_recording(history_length=int(se…",
+        "semantic/swap",
+    ): "recording is then activated on an attention-only cache that the function drops (it returns before storing it): no effect.",
+    (
+        "step6_history/generation/candidate_generator.py",
+        "AssistedCandidateGenerator._prepare_assistant_cache: deleted: if not any((isinstance(layer, LinearAttentionCacheLayerMixin) for layer in decoder_cache.…",
+        "semantic/delete",
+    ): "an attention-only cache is then prepared here as `generate` prepares it in the first round (`_prepare_cache_for_generation` already activates recording for an assistant, and `history_length` only concerns linear attention layers), and its rollback is decided `exact` either way.",
+    (
+        "step6_history/generation/candidate_generator.py",
+        "AssistedCandidateGenerator._prepare_assistant_cache: deleted: return [2]",
+        "semantic/delete",
+    ): "an attention-only cache is then prepared here as `generate` prepares it in the first round (`_prepare_cache_for_generation` already activates recording for an assistant, and `history_length` only concerns linear attention layers), and its rollback is decided `exact` either way.",
+    (
+        "step6_history/generation/candidate_generator.py",
+        "AssistedCandidateGenerator._prepare_assistant_cache: swapped: decoder_cache.activate_past_recording(history_length=int(se… <-> self._assistant_history_length = int(self.num_assistant_tok…",
+        "semantic/swap",
+    ): "`activate_past_recording` does not read `_assistant_history_length`: independent.",
+    (
+        "step6_history/generation/candidate_generator.py",
+        "AssistedCandidateGenerator._prepare_assistant_cache: deleted: self._assistant_history_length = int(self.num_assistant_tokens) + 1",
+        "semantic/delete",
+    ): "`_set_assistant_history_length` then sees the default 0 and activates the history again with the `maxlen` it already has (the same history, see the `history_length + 1` off-by-one of `activate_past_recording`), and records the length.",
+    (
+        "step6_history/generation/candidate_generator.py",
+        "AssistedCandidateGenerator._prepare_assistant_cache: swapped: self._assistant_history_length = int(self.num_assistant_tok… <-> self.assistant_kwargs['cache'] = cache",
+        "semantic/swap",
+    ): "an attribute of the generator and a key of `assistant_kwargs`: independent.",
+    (
+        "step6_history/generation/candidate_generator.py",
+        "AssistedCandidateGenerator._get_assistant_rollback: swapped: from ..cache_utils import EncoderDecoderCache, LinearAttent… <-> from ..utils import logging",
+        "semantic/swap",
+    ): "two imports of modules already imported: independent.",
+    (
+        "step6_history/generation/candidate_generator.py",
+        "AssistedCandidateGenerator._get_assistant_rollback: swapped: from ..utils import logging <-> decoder_cache = cache.self_attention_cache if isinstance(ca…",
+        "semantic/swap",
+    ): "an import and a local read of the cache: independent.",
+    (
+        "step6_history/generation/candidate_generator.py",
+        "AssistedCandidateGenerator._set_assistant_history_length: in getattr(self, '_assistant_history_length', 0) < history_len…: history_length -> history_length + 1",
+        "semantic/off-by-one",
+    ): "with equal lengths `activate_past_recording` is called with the `maxlen` the history already has: the same history.",
+    (
+        "step6_history/generation/candidate_generator.py",
+        "AssistedCandidateGenerator._set_assistant_history_length: swapped: decoder_cache.activate_past_recording(history_length=histor… <-> self._assistant_history_length = history_length",
+        "semantic/swap",
+    ): "`activate_past_recording` does not read `_assistant_history_length`: independent.",
+    (
+        "step6_history/generation/candidate_generator.py",
+        "AssistedCandidateGenerator._set_assistant_history_length: deleted: self._assistant_history_length = history_length",
+        "semantic/delete",
+    ): "every later round then activates the history again with the `maxlen` it already has: the same history (see the `history_length + 1` off-by-one of `activate_past_recording`).",
 }

@@ -17,8 +17,8 @@ from unittest import mock
 from parameterized import parameterized
 
 from transformers import is_torch_available
-from transformers.testing_utils import require_torch
-from transformers.utils import is_optimum_quanto_available
+from transformers.testing_utils import CaptureLogger, require_torch
+from transformers.utils import is_optimum_quanto_available, logging
 
 
 if is_torch_available():
@@ -60,6 +60,7 @@ if is_torch_available():
         StaticLayer,
         StaticSlidingWindowLayer,
     )
+    from transformers.generation import candidate_generator
     from transformers.generation.candidate_generator import AssistedCandidateGenerator
     from transformers.models.deepseek_v4.modeling_deepseek_v4 import DeepseekV4CSACache, DeepseekV4HCACache
     from transformers.models.minimax_m3_vl.modeling_minimax_m3_vl import (
@@ -1551,6 +1552,24 @@ class AssistedDecodingCropTest(unittest.TestCase):
         # assistant cache is rolled back fully
         self.assertEqual(cache_length, accepted.shape[-1] - 3 if assistant_name == "attention" else 0)
 
+    def test_assistant_cache_not_recording_is_emptied_after_each_round_said_once(self):
+        # An assistant cache whose linear attention layers do not record their past cannot remove a few tokens: from
+        # the first rollback on it is emptied after every round, without trying a crop it would refuse, said once
+        _, assistants = self._models()
+        input_ids = torch.tensor([[5, 6, 7, 8]])
+        generator = self._generator(assistants["linear_attention"], input_ids)
+        generator.assistant_kwargs["cache"] = DynamicCache(config=assistants["linear_attention"].config)
+        logger = logging.get_logger(candidate_generator.__name__)
+        logging.warning_once.cache_clear()  # it remembers the messages said by earlier tests
+        with CaptureLogger(logger) as captured:
+            for num_accepted in (1, 0, 2):
+                candidates, _ = generator.get_candidates(input_ids)
+                input_ids = torch.cat([candidates[:, : input_ids.shape[-1] + num_accepted], input_ids[:, -1:]], -1)
+                generator._update_past_and_masks(input_ids)
+                self.assertEqual(generator.assistant_kwargs["cache"].get_seq_length(), 0)
+        self.assertEqual(captured.out.count("encodes the whole sequence again"), 1, captured.out)
+        self.assertIn("do not record their past", captured.out)
+
 
 # Linear attention history: a model-like forward pass over a cache made of one linear attention layer (a causal conv
 # of `HISTORY_KERNEL_SIZE` and a recurrent state that sums the tokens, like a gated delta rule without decay) and one
@@ -1753,8 +1772,10 @@ class LinearAttentionHistoryTest(unittest.TestCase):
         with self.assertRaises(RuntimeError):
             cache.crop(-1)
 
-    def test_without_history_recurrent_states_cannot_be_rolled_back(self):
-        cache = _history_cache()
+    @parameterized.expand([("recorded", True), ("not_recorded", False)])
+    def test_without_history_recurrent_states_cannot_be_rolled_back(self, _, record_past):
+        # Without recording the conv states refuse too: the error names what makes the crop possible, a history
+        cache = _history_cache() if record_past else Cache(layers=[LinearAttentionLayer(), DynamicLayer()])
         _linear_forward(cache, [1, 2])
         _linear_forward(cache, [3])
         self.assertFalse(cache.is_croppable)
