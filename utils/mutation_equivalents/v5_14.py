@@ -342,14 +342,9 @@ SEMANTIC: dict[tuple[str, str, str], str] = {
     ): "`description` only reads the argument (its shape or `repr`): computing it before the conversion changes nothing but time.",
     (
         "step2_deprecate/cache_utils.py",
-        "Cache.crop: deleted: if type(max_length) is int and max_length < 0 and (tokens_to_remove is None): self._crop(…",
+        "Cache.crop: deleted: if type(max_length) is int and max_length <= 0 and (tokens_to_remove is None): if max_len…",
         "semantic/delete",
-    ): "a fast path: `_check_crop_argument` returns a negative int unchanged and without a warning when `tokens_to_remove` is `None`, and `_crop` then runs on it.",
-    (
-        "step2_deprecate/cache_utils.py",
-        "Cache.crop: swapped: if type(max_length) is int and max_length < 0 and (tokens_t… <-> max_length = _check_crop_argument(max_length, tokens_to_rem…",
-        "semantic/swap",
-    ): "the argument is validated once either way (it may warn or raise first), and a negative int then takes the fast path to the same `_crop` call as the general path.",
+    ): "a fast path: `_check_crop_argument` returns a non-positive int unchanged when `tokens_to_remove` is `None`, warning for `0` with the same message attributed to the same caller (`stacklevel=3` from the helper), and `_crop` then runs on it.",
     (
         "step7_history/cache_utils.py",
         "LinearAttentionCacheLayerMixin.activate_past_recording: in history.maxlen < history_length: history_length -> history_length + 1",

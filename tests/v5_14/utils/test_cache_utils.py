@@ -307,6 +307,16 @@ class CropArgumentsTest(unittest.TestCase):
         self.assertIn("crop(-cache.get_seq_length())", message)
         self.assertEqual(cache.get_seq_length(), 0)
 
+    @parameterized.expand([(0,), (1,)])
+    def test_warning_turned_into_an_error_leaves_the_cache_unchanged(self, argument):
+        # e.g. a test suite run with `-W error::FutureWarning`: the deprecated call raises before anything changes
+        cache = self._cache()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", FutureWarning)
+            with self.assertRaises(FutureWarning):
+                cache.crop(argument)
+        self.assertEqual(cache.get_seq_length(), 3)
+
     def test_encoder_decoder_absolute_crop_warns_at_the_caller(self):
         cache = EncoderDecoderCache(self._cache(), DynamicCache())
         with warnings.catch_warnings(record=True) as caught:
