@@ -193,6 +193,16 @@ OPERATOR: dict[tuple[str, str, str], str] = {
         "core/NumberReplacer",
     ): "`max_length == 0` is handled by the `if` above, so `> -1` and `> 0` select the same (integer) values here.",
     (
+        "step2_deprecate/cache_utils.py",
+        "if type(max_length) is int and max_length < 0 and tokens_to_remove is None:",
+        "core/ReplaceComparisonOperator_LtE_Lt",
+    ): "`crop(0)` then takes the general path, where `_check_crop_argument` emits the same `FutureWarning` attributed to the same caller (`stacklevel=3` from the helper) and returns `0` for the same `_crop(0)`.",
+    (
+        "step2_deprecate/cache_utils.py",
+        "if type(max_length) is int and max_length <= -1 and tokens_to_remove is None:",
+        "core/NumberReplacer",
+    ): "`crop(0)` then takes the general path, where `_check_crop_argument` emits the same `FutureWarning` attributed to the same caller (`stacklevel=3` from the helper) and returns `0` for the same `_crop(0)`.",
+    (
         "step2_deprecate/generation/candidate_generator.py",
         "if not TYPE_CHECKING:",
         "core/AddNot",
