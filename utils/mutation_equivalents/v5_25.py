@@ -12,6 +12,16 @@ OPERATOR: dict[tuple[str, str, str], str] = {
         "core/ReplaceComparisonOperator_Gt_GtE",
     ): "for 0, `max(prefill_cumulative_length - 0, 0)` is the same length.",
     (
+        "step5_ocr/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "if self.is_initialized or self.cumulative_length_int < sliding_length:",
+        "core/ReplaceAndWithOr",
+    ): "a layer never initialized holds no token (only `update`, which initializes it, raises `cumulative_length_int`): `0 < 0` is false either way; an initialized one enters for `crop(0)` too, where the slice `[cumulative_length_int : end]` is empty.",
+    (
+        "step5_ocr/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "if self.is_initialized and self.cumulative_length_int <= sliding_length:",
+        "core/ReplaceComparisonOperator_Lt_LtE",
+    ): "equal lengths only when the crop removes no window token (`crop(0)`, or an empty window; a positive crop raises), where `end = min(sliding_length, max_cache_len)` is at most `cumulative_length_int`: the cleared slice is empty.",
+    (
         "step2_history/cache_utils.py",
         "if tokens_to_remove >= 0 and tokens_to_remove == self.num_tokens_linear:",
         "core/ReplaceComparisonOperator_Gt_GtE",
@@ -451,19 +461,24 @@ SEMANTIC: dict[tuple[str, str, str], str] = {
     ): "`prefill_tokens_to_remove` is computed from the argument and `sliding_length`, which clearing the freed slots does not change.",
     (
         "step5_ocr/models/unlimited_ocr/modeling_unlimited_ocr.py",
-        "UnlimitedOcrStaticReferenceSlidingWindowLayer.crop: self.keys[:, :, start:min(sliding_length, self.max_cache_len)].zero_() -> self.keys[:, :, start : min(sliding_length, self.max_cache_len)] = torch.zeros_like(self.keys[:, :, start : min(sliding_length, self.max_cache_len)])",
+        "UnlimitedOcrStaticReferenceSlidingWindowLayer.crop: self.keys[:, :, self.cumulative_length_int:end].zero_() -> self.keys[:, :, self.cumulative_length_int : end] = torch.zeros_like(self.keys[:, :, self.cumulative_length_int : end])",
         "semantic/new-tensor",
     ): "assigning to a slice of a tensor writes in place: the same as `zero_()`.",
     (
         "step5_ocr/models/unlimited_ocr/modeling_unlimited_ocr.py",
-        "UnlimitedOcrStaticReferenceSlidingWindowLayer.crop: swapped: self.keys[:, :, start:min(sliding_length, self.max_cache_le… <-> self.values[:, :, start:min(sliding_length, self.max_cache_…",
+        "UnlimitedOcrStaticReferenceSlidingWindowLayer.crop: swapped: self.keys[:, :, self.cumulative_length_int:end].zero_() <-> self.values[:, :, self.cumulative_length_int:end].zero_()",
         "semantic/swap",
     ): "the key and value slices are independent: each reads and writes its own attribute.",
     (
         "step5_ocr/models/unlimited_ocr/modeling_unlimited_ocr.py",
-        "UnlimitedOcrStaticReferenceSlidingWindowLayer.crop: self.values[:, :, start:min(sliding_length, self.max_cache_len)].zero_() -> self.values[:, :, start : min(sliding_length, self.max_cache_len)] = torch.zeros_like(self.values[:, :, start : min(sliding_length, self.max_cache_len)])",
+        "UnlimitedOcrStaticReferenceSlidingWindowLayer.crop: self.values[:, :, self.cumulative_length_int:end].zero_() -> self.values[:, :, self.cumulative_length_int : end] = torch.zeros_like(self.values[:, :, self.cumulative_length_int : end])",
         "semantic/new-tensor",
     ): "assigning to a slice of a tensor writes in place: the same as `zero_()`.",
+    (
+        "step5_ocr/models/unlimited_ocr/modeling_unlimited_ocr.py",
+        "UnlimitedOcrStaticReferenceSlidingWindowLayer.crop: in self.cumulative_length_int < sliding_length: sliding_length -> sliding_length + 1",
+        "semantic/off-by-one",
+    ): "equal lengths only when the crop removes no window token (`crop(0)`, or an empty window; a positive crop raises), where `end = min(sliding_length, max_cache_len)` is at most `cumulative_length_int`: the cleared slice is empty.",
     (
         "step6_deepseek/models/deepseek_v4/modeling_deepseek_v4.py",
         "DeepseekV4HCACache.crop: swapped: self.reset() <-> self.cumulative_length = 0",

@@ -612,20 +612,21 @@ class RefusedCropTest(unittest.TestCase):
         layer.crop(-length)
         self.assertEqual((layer.get_seq_length(), layer.keys.shape[-2], layer.values.shape[-2]), (0, 0, 0))
 
-    @parameterized.expand([(8,), (4,)])
-    def test_static_sliding_window_that_wrapped_around_refuses(self, max_cache_len):
+    @parameterized.expand([(8, 6), (4, 6), (4, 5)])
+    def test_static_sliding_window_that_wrapped_around_refuses(self, max_cache_len, length):
         # With `max_cache_len=4`, `is_croppable` is `True`, yet a cache of sliding layers only goes on past the window
+        # (one token past it already overwrote the first one)
         layer = StaticSlidingWindowLayer(max_cache_len=max_cache_len, sliding_window=4)
-        for position in range(6):
+        for position in range(length):
             layer.update(_tokens(position, 1), _tokens(position, 1))
         self.assertRefusedUnchanged(Cache(layers=[layer]), -1)
         # The layer checks its own crops too: only nothing or every token can be removed
-        with self.assertRaisesRegex(ValueError, "Cannot remove 5 of the 6 tokens"):
-            layer.crop(-5)
+        with self.assertRaisesRegex(ValueError, f"Cannot remove {length - 1} of the {length} tokens"):
+            layer.crop(1 - length)
         layer.crop(0)
-        # Nothing changed: 6 tokens seen, and the tensor counter stops at the window
-        self.assertEqual((layer.get_seq_length(), int(layer.cumulative_length)), (6, 4))
-        layer.crop(-6)
+        # Nothing changed: every token seen, and the tensor counter stops at the window
+        self.assertEqual((layer.get_seq_length(), int(layer.cumulative_length)), (length, 4))
+        layer.crop(-length)
         self.assertEqual((layer.get_seq_length(), int(layer.cumulative_length)), (0, 0))
 
     @parameterized.expand(
