@@ -344,8 +344,8 @@ def _plan_globals(
     upstream: types.ModuleType,
 ) -> Iterator[Patch]:
     """
-    Adds the names our functions read that the upstream module lacks (e.g. `import warnings`), or refuses. The
-    helpers are left out: the plan installs them.
+    Adds the names our functions read that the upstream module lacks (e.g. `import warnings`, or a constant such as
+    a warning's message), or refuses. The helpers are left out: the plan installs them.
     """
     needed = set()
     for function in functions:
@@ -356,7 +356,7 @@ def _plan_globals(
             continue
         imported = [vars(ours)[name] for ours in steps if name in vars(ours)]
         if imported:
-            # Imported by the overlay (e.g. `import warnings`): the upstream module needs the same import
+            # Imported or defined by the overlay (e.g. `import warnings`, a message): the upstream module needs it too
             yield Patch(upstream, name, imported[-1], MISSING)
             continue
         raise UnsupportedTransformersError(
