@@ -75,6 +75,10 @@ def test_linear_attention_layer_updates_without_recording_keep_the_states_addres
     assert layer.update_recurrent_state(torch.zeros(1, 2, 3, dtype=torch.float64)) is recurrent_states
 
 
+@pytest.mark.skipif(
+    TARGET.name != "v5_24",
+    reason="5.25's assisted decoding crops a MiniMaxCache, which refuses: stock and fixed alike",
+)
 def test_assistant_that_prepares_its_own_cache_matches_greedy():
     # MiniMax (linear attention) builds its own cache in `forward` (`generate` prepares none for it): as an assistant
     # its cache is left to the model, and assisted decoding matches greedy decoding
