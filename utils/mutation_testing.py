@@ -682,11 +682,12 @@ def recheck_survivors(
         # Tests renamed or removed since are not selected: pytest would stop at the unknown name with an error, which
         # would count as a kill (a renamed one is among the tests added since)
         current = set(collected)
-        gone = [test for test in data["order"] if test not in current]
-        data["order"] = [test for test in data["order"] if test in current]
+        kept = [test for test in data["order"] if test in current]
+        gone = len(data["order"]) - len(kept)
+        data["order"] = kept
         (work / "coverage.json").write_text(json.dumps(data))
         print(
-            f"[{target}] {len(data['unmeasured'])} tests added since the map run for every survivor; {len(gone)} "
+            f"[{target}] {len(data['unmeasured'])} tests added since the map run for every survivor; {gone} "
             "renamed or removed are no longer selected",
             flush=True,
         )
