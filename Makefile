@@ -75,8 +75,8 @@ test: lint
 # The project tests that hold for both targets (each skips what is specific to the other one)
 BOTH_TARGETS_TESTS := tests/test_audit.py tests/test_pr_texts.py tests/test_crop_arguments.py tests/test_kept_crops.py $(NUMERIC_TESTS) tests/test_generation_history.py tests/test_stateful_history.py tests/test_syncs.py
 
-# The upstream main target: its upstream-style tests with the fix applied to transformers 5.24, and the project tests
-# that hold for both targets
+# The 5.24 backport: its upstream-style tests with the fix applied to transformers 5.24, and the project tests that
+# hold for both targets
 test-main: $(STAMP_MAIN)
 	$(PY_MAIN) -m pytest tests/v5_24 $(BOTH_TARGETS_TESTS)
 

@@ -86,11 +86,14 @@ STEPS = (
         summary=(
             "The static layers (`StaticLayer`, `StaticIndexedLayer`, `StaticSlidingWindowLayer`) rewind their write "
             "position without a bound, so an oversized removal drives it negative and the next `update` fails. They "
-            "now clamp it, zero the freed slots and move their side tensors (indexer positions) with the keys. "
+            "now clamp it, in place and without reading it on the host (the masks hide the freed slots until the next "
+            "`update` overwrites them), and move their side tensors (indexer positions) with the keys. "
             "`StaticSlidingWindowLayer` refuses, as its own `is_croppable` says, a crop that needs tokens its window "
             "already overwrote. The two static hybrid layers (`LinearAttentionAndStaticFullAttentionLayer`, "
             "`LinearAttentionAndStaticSlidingWindowAttentionLayer`) had no `crop` of their own, so their attention "
-            "part kept every token: they now crop both parts, or neither."
+            "part kept every token: they now crop both parts, or neither. Telling a full rollback (which resets the "
+            "linear attention part) from a partial one needs their lengths on the host: `Cache.crop` reads them "
+            "together, once per call, not once per layer."
         ),
         behaviour_changes=(
             "Oversized removals empty static layers (their write position went negative).",

@@ -13,20 +13,27 @@ if TYPE_CHECKING:
         DynamicLayer,
         DynamicSlidingWindowLayer,
         LinearAttentionCacheLayerMixin,
+        StaticLayer,
         _get_number_of_tokens_to_remove,
     )
 
 
-def _is_full_rollback_of_layer(layer, number_of_tokens: int) -> bool:
-    """Whether removing `number_of_tokens` tokens removes every token that the attention part of `layer` holds."""
-    return number_of_tokens > 0 and number_of_tokens >= int(layer.get_seq_length())
+def _is_full_rollback_of_layer(layer, number_of_tokens: int, seq_length: int | None = None) -> bool:
+    """
+    Whether removing `number_of_tokens` tokens removes every token that the attention part of `layer` holds. Its length
+    is read on the host unless given as `seq_length` (a static layer keeps it on the device, so reading it waits).
+    """
+    if number_of_tokens == 0:
+        return False
+    if seq_length is None:
+        seq_length = int(layer.get_seq_length())
+    return number_of_tokens >= seq_length
 
 
-def _check_hybrid_crop(layer, attention_class: type, tokens_to_remove: int) -> None:
+def _check_hybrid_crop(layer, attention_class: type, tokens_to_remove: int, seq_length: int | None = None) -> None:
     """
     Raises an error if either part of a layer holding both linear attention and attention states cannot honour
-    `crop(tokens_to_remove)`. A full rollback resets the linear attention states, so then only the attention part is
-    checked.
+    `crop(tokens_to_remove)`. A full rollback resets the layer, so then only the attention part is checked.
 
     Args:
         layer (`LinearAttentionCacheLayerMixin`):
@@ -35,15 +42,23 @@ def _check_hybrid_crop(layer, attention_class: type, tokens_to_remove: int) -> N
             The class of its attention part, e.g. `DynamicLayer`.
         tokens_to_remove (`int`):
             The (already validated) negative number of tokens to remove.
+        seq_length (`int`, *optional*):
+            The number of tokens of the attention part, if the caller already read it on the host.
     """
     attention_class._check_crop(layer, tokens_to_remove)
-    if not _is_full_rollback_of_layer(layer, -tokens_to_remove):
+    try:
         LinearAttentionCacheLayerMixin._check_crop(layer, tokens_to_remove)
+    except RuntimeError:
+        # Only a refusal needs the attention length (a full rollback is always possible), so that a crop that can be
+        # honoured does not wait for the device
+        if not _is_full_rollback_of_layer(layer, -tokens_to_remove, seq_length):
+            raise
 
 
-def _crop_hybrid(layer, attention_class: type, tokens_to_remove: int) -> None:
+def _crop_hybrid(layer, attention_class: type, tokens_to_remove: int, seq_length: int | None = None) -> None:
     """
     Crops both parts of a hybrid layer, after checking both, so that neither changes if one cannot be cropped.
+    Removing all the tokens of the attention part resets the linear attention part.
 
     Args:
         layer (`LinearAttentionCacheLayerMixin`):
@@ -52,16 +67,24 @@ def _crop_hybrid(layer, attention_class: type, tokens_to_remove: int) -> None:
             The class of its attention part, e.g. `DynamicLayer`.
         tokens_to_remove (`int`):
             The negative number of tokens to remove, e.g. `-3` to remove the last 3 tokens. `0` removes nothing.
+        seq_length (`int`, *optional*):
+            The number of tokens of the attention part, if the caller already read it on the host.
     """
     number_of_tokens = _get_number_of_tokens_to_remove(tokens_to_remove)
-    layer._check_crop(-number_of_tokens)
-    # Read before the attention part is cropped (its `crop` checks the whole layer again, so it goes first)
-    is_full_rollback = _is_full_rollback_of_layer(layer, number_of_tokens)
-    attention_class.crop(layer, -number_of_tokens)
-    if is_full_rollback:
-        LinearAttentionCacheLayerMixin.reset(layer)
-    else:
+    if number_of_tokens and seq_length is None:
+        seq_length = int(layer.get_seq_length())
+    layer._check_crop(-number_of_tokens, seq_length=seq_length)
+    if not _is_full_rollback_of_layer(layer, number_of_tokens, seq_length):
+        attention_class.crop(layer, -number_of_tokens)
         LinearAttentionCacheLayerMixin.crop(layer, -number_of_tokens)
+        return
+    if issubclass(attention_class, StaticLayer):
+        # Its `crop` would check the whole layer again, reading its length on the device: emptied by `reset` instead,
+        # which moves the write position back to 0 in place, as a full rollback does
+        attention_class.reset(layer)
+    else:
+        attention_class.crop(layer, -number_of_tokens)
+    LinearAttentionCacheLayerMixin.reset(layer)
 
 
 class LinearAttentionCacheLayerMixin:
@@ -141,10 +164,10 @@ class LinearAttentionCacheLayerMixin:
 
 
 class LinearAttentionAndFullAttentionLayer:
-    def _check_crop(self, tokens_to_remove: int) -> None:
-        _check_hybrid_crop(self, DynamicLayer, tokens_to_remove)
+    def _check_crop(self, tokens_to_remove: int, seq_length: int | None = None) -> None:
+        _check_hybrid_crop(self, DynamicLayer, tokens_to_remove, seq_length)
 
-    def crop(self, tokens_to_remove: int) -> None:
+    def crop(self, tokens_to_remove: int, seq_length: int | None = None) -> None:
         """
         Remove the last `-tokens_to_remove` tokens from both the linear attention and the attention states. Removing
         at least as many tokens as the attention states hold resets the linear attention states.
@@ -152,15 +175,17 @@ class LinearAttentionAndFullAttentionLayer:
         Args:
             tokens_to_remove (`int`):
                 The negative number of tokens to remove, e.g. `-3` to remove the last 3 tokens. `0` removes nothing.
+            seq_length (`int`, *optional*):
+                The number of tokens of the attention part, if the caller already read it (see [`Cache.crop`]).
         """
-        _crop_hybrid(self, DynamicLayer, tokens_to_remove)
+        _crop_hybrid(self, DynamicLayer, tokens_to_remove, seq_length)
 
 
 class LinearAttentionAndSlidingWindowAttentionLayer:
-    def _check_crop(self, tokens_to_remove: int) -> None:
-        _check_hybrid_crop(self, DynamicSlidingWindowLayer, tokens_to_remove)
+    def _check_crop(self, tokens_to_remove: int, seq_length: int | None = None) -> None:
+        _check_hybrid_crop(self, DynamicSlidingWindowLayer, tokens_to_remove, seq_length)
 
-    def crop(self, tokens_to_remove: int) -> None:
+    def crop(self, tokens_to_remove: int, seq_length: int | None = None) -> None:
         """
         Remove the last `-tokens_to_remove` tokens from both the linear attention and the sliding window attention
         states. Removing at least as many tokens as the layer has seen resets the linear attention states.
@@ -168,8 +193,10 @@ class LinearAttentionAndSlidingWindowAttentionLayer:
         Args:
             tokens_to_remove (`int`):
                 The negative number of tokens to remove, e.g. `-3` to remove the last 3 tokens. `0` removes nothing.
+            seq_length (`int`, *optional*):
+                The number of tokens of the attention part, if the caller already read it (see [`Cache.crop`]).
         """
-        _crop_hybrid(self, DynamicSlidingWindowLayer, tokens_to_remove)
+        _crop_hybrid(self, DynamicSlidingWindowLayer, tokens_to_remove, seq_length)
 
     @property
     def is_croppable(self) -> bool:
@@ -243,11 +270,34 @@ class Cache:
         ):
             layers_to_crop = [layer for layer in layers if type(layer) not in linear_classes]
             layers_to_reset = [layer for layer in layers if type(layer) in linear_classes]
+        # A hybrid layer resets its linear attention states when all the tokens of its attention part are removed. A
+        # static one counts them on the device, so the counts are read here together, once per call, not per layer
+        hybrid_classes = {
+            layer_class
+            for layer_class in layer_classes
+            if issubclass(layer_class, LinearAttentionCacheLayerMixin) and issubclass(layer_class, CacheLayerMixin)
+        }
+        hybrid_lengths = {
+            id(layer): layer.get_seq_length() for layer in layers_to_crop if type(layer) in hybrid_classes
+        }
+        on_device = [length for length in hybrid_lengths.values() if isinstance(length, torch.Tensor)]
+        if on_device:
+            device = on_device[0].device
+            read = iter(torch.stack([length.reshape(()).to(device) for length in on_device]).tolist())
+            hybrid_lengths = {
+                key: next(read) if isinstance(length, torch.Tensor) else length
+                for key, length in hybrid_lengths.items()
+            }
         # Check every layer first, so that a layer refusing the crop leaves the whole Cache unchanged
         for layer in layers_to_crop:
-            if type(layer) is not DynamicLayer:
+            if id(layer) in hybrid_lengths:
+                layer._check_crop(-number_of_tokens, seq_length=hybrid_lengths[id(layer)])
+            elif type(layer) is not DynamicLayer:
                 layer._check_crop(-number_of_tokens)
         for layer in layers_to_crop:
-            layer.crop(-number_of_tokens)
+            if id(layer) in hybrid_lengths:
+                layer.crop(-number_of_tokens, seq_length=hybrid_lengths[id(layer)])
+            else:
+                layer.crop(-number_of_tokens)
         for layer in layers_to_reset:
             layer.reset()

@@ -110,10 +110,10 @@ class StaticIndexedLayer:
 
 
 class LinearAttentionAndStaticFullAttentionLayer:
-    def _check_crop(self, tokens_to_remove: int) -> None:
-        _check_hybrid_crop(self, StaticLayer, tokens_to_remove)
+    def _check_crop(self, tokens_to_remove: int, seq_length: int | None = None) -> None:
+        _check_hybrid_crop(self, StaticLayer, tokens_to_remove, seq_length)
 
-    def crop(self, tokens_to_remove: int) -> None:
+    def crop(self, tokens_to_remove: int, seq_length: int | None = None) -> None:
         """
         Remove the last `-tokens_to_remove` tokens from both the linear attention and the static attention states.
         Removing at least as many tokens as the attention states hold resets the linear attention states.
@@ -121,15 +121,17 @@ class LinearAttentionAndStaticFullAttentionLayer:
         Args:
             tokens_to_remove (`int`):
                 The negative number of tokens to remove, e.g. `-3` to remove the last 3 tokens. `0` removes nothing.
+            seq_length (`int`, *optional*):
+                The number of tokens of the attention part, if the caller already read it (see [`Cache.crop`]).
         """
-        _crop_hybrid(self, StaticLayer, tokens_to_remove)
+        _crop_hybrid(self, StaticLayer, tokens_to_remove, seq_length)
 
 
 class LinearAttentionAndStaticSlidingWindowAttentionLayer:
-    def _check_crop(self, tokens_to_remove: int) -> None:
-        _check_hybrid_crop(self, StaticSlidingWindowLayer, tokens_to_remove)
+    def _check_crop(self, tokens_to_remove: int, seq_length: int | None = None) -> None:
+        _check_hybrid_crop(self, StaticSlidingWindowLayer, tokens_to_remove, seq_length)
 
-    def crop(self, tokens_to_remove: int) -> None:
+    def crop(self, tokens_to_remove: int, seq_length: int | None = None) -> None:
         """
         Remove the last `-tokens_to_remove` tokens from both the linear attention and the static sliding window
         attention states. Removing at least as many tokens as the layer has seen resets the linear attention states.
@@ -137,8 +139,10 @@ class LinearAttentionAndStaticSlidingWindowAttentionLayer:
         Args:
             tokens_to_remove (`int`):
                 The negative number of tokens to remove, e.g. `-3` to remove the last 3 tokens. `0` removes nothing.
+            seq_length (`int`, *optional*):
+                The number of tokens of the attention part, if the caller already read it (see [`Cache.crop`]).
         """
-        _crop_hybrid(self, StaticSlidingWindowLayer, tokens_to_remove)
+        _crop_hybrid(self, StaticSlidingWindowLayer, tokens_to_remove, seq_length)
 
     @property
     def is_croppable(self) -> bool:
