@@ -668,32 +668,16 @@ class LinearAttentionCropTest(CropTestCase):
             layer.crop(-1)
         self.assertUnchanged(layer, before)
 
-    @parameterized.expand(
-        [
-            # Recorded from the 7th token on: the window dropped the tokens to keep, and so did the conv states
-            ("dynamic", lambda: LinearAttentionAndSlidingWindowAttentionLayer(sliding_window=WINDOW), 6, -3),
-            # Recorded from the start: the conv states could remove the token, the window overwrote the ones to keep
-            (
-                "static",
-                lambda: LinearAttentionAndStaticSlidingWindowAttentionLayer(
-                    max_cache_len=WINDOW, sliding_window=WINDOW
-                ),
-                0,
-                -1,
-            ),
-        ]
-    )
-    def test_hybrid_sliding_layer_refuses_what_its_window_dropped(
-        self, _, make_layer, recorded_from, tokens_to_remove
-    ):
-        layer = make_layer()
+    def test_hybrid_sliding_layer_refuses_what_its_window_dropped(self):
+        # Recorded from the 7th token on: the window dropped the tokens to keep, and so did the conv states
+        layer = LinearAttentionAndSlidingWindowAttentionLayer(sliding_window=WINDOW)
         for position in range(8):
-            if position == recorded_from:
+            if position == 6:
                 layer.activate_past_recording()
             _hybrid_forward(layer, position, 1)
         before = _snapshot(layer)
         with self.assertRaisesRegex(ValueError, "window"):
-            layer.crop(tokens_to_remove)
+            layer.crop(-3)
         self.assertUnchanged(layer, before)
 
     def test_hybrid_layer_with_an_empty_attention_part_keeps_its_conv_states(self):
@@ -854,6 +838,17 @@ class StaticLayersCropTest(CropTestCase):
             ),
         }[name]
         self.assertCropsLikeTheKeptTokens(make_layer, crops)
+
+    def test_static_hybrid_sliding_layer_refuses_what_its_window_overwrote(self):
+        # Recorded from the start: the conv states could remove the token, the window overwrote the ones to keep
+        layer = LinearAttentionAndStaticSlidingWindowAttentionLayer(max_cache_len=WINDOW, sliding_window=WINDOW)
+        layer.activate_past_recording()
+        for position in range(8):
+            _hybrid_forward(layer, position, 1)
+        before = _snapshot(layer)
+        with self.assertRaisesRegex(ValueError, "window"):
+            layer.crop(-1)
+        self.assertUnchanged(layer, before)
 
     def test_static_hybrid_with_sliding_window_crops_its_attention_part(self):
         layer = LinearAttentionAndStaticSlidingWindowAttentionLayer(max_cache_len=WINDOW, sliding_window=WINDOW)
@@ -1552,24 +1547,6 @@ class AssistedDecodingCropTest(unittest.TestCase):
         # assistant cache is rolled back fully
         self.assertEqual(cache_length, accepted.shape[-1] - 3 if assistant_name == "attention" else 0)
 
-    def test_assistant_cache_not_recording_is_emptied_after_each_round_said_once(self):
-        # An assistant cache whose linear attention layers do not record their past cannot remove a few tokens: from
-        # the first rollback on it is emptied after every round, without trying a crop it would refuse, said once
-        _, assistants = self._models()
-        input_ids = torch.tensor([[5, 6, 7, 8]])
-        generator = self._generator(assistants["linear_attention"], input_ids)
-        generator.assistant_kwargs["cache"] = DynamicCache(config=assistants["linear_attention"].config)
-        logger = logging.get_logger(candidate_generator.__name__)
-        logging.warning_once.cache_clear()  # it remembers the messages said by earlier tests
-        with CaptureLogger(logger) as captured:
-            for num_accepted in (1, 0, 2):
-                candidates, _ = generator.get_candidates(input_ids)
-                input_ids = torch.cat([candidates[:, : input_ids.shape[-1] + num_accepted], input_ids[:, -1:]], -1)
-                generator._update_past_and_masks(input_ids)
-                self.assertEqual(generator.assistant_kwargs["cache"].get_seq_length(), 0)
-        self.assertEqual(captured.out.count("encodes the whole sequence again"), 1, captured.out)
-        self.assertIn("do not record their past", captured.out)
-
 
 # Linear attention history: a model-like forward pass over a cache made of one linear attention layer (a causal conv
 # of `HISTORY_KERNEL_SIZE` and a recurrent state that sums the tokens, like a gated delta rule without decay) and one
@@ -1968,3 +1945,21 @@ class LinearAttentionHistoryTest(unittest.TestCase):
         generator._update_past_and_masks(accepted)
         self.assertEqual(linear_layer.history.maxlen, 6)
         self.assertEqual(generator.assistant_kwargs["cache"].get_seq_length(), accepted.shape[-1] - 1)
+
+    def test_assistant_cache_not_recording_is_emptied_after_each_round_said_once(self):
+        # An assistant cache whose linear attention layers do not record their past cannot remove a few tokens: from
+        # the first rollback on it is emptied after every round, without trying a crop it would refuse, said once
+        _, assistants = AssistedDecodingCropTest._models()
+        input_ids = torch.tensor([[5, 6, 7, 8]])
+        generator = AssistedDecodingCropTest._generator(assistants["linear_attention"], input_ids)
+        generator.assistant_kwargs["cache"] = DynamicCache(config=assistants["linear_attention"].config)
+        logger = logging.get_logger(candidate_generator.__name__)
+        logging.warning_once.cache_clear()  # it remembers the messages said by earlier tests
+        with CaptureLogger(logger) as captured:
+            for num_accepted in (1, 0, 2):
+                candidates, _ = generator.get_candidates(input_ids)
+                input_ids = torch.cat([candidates[:, : input_ids.shape[-1] + num_accepted], input_ids[:, -1:]], -1)
+                generator._update_past_and_masks(input_ids)
+                self.assertEqual(generator.assistant_kwargs["cache"].get_seq_length(), 0)
+        self.assertEqual(captured.out.count("encodes the whole sequence again"), 1, captured.out)
+        self.assertIn("do not record their past", captured.out)

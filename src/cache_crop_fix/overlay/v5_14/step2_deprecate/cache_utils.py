@@ -77,8 +77,7 @@ class Cache:
     def crop(self, max_length: int | None = None, *, tokens_to_remove: int | None = None):
         """
         Crop the cached states of every layer along the sequence dimension, e.g. to roll back rejected tokens in
-        speculative decoding. Every layer is checked before any is changed, so a crop that cannot be honoured raises
-        an error and leaves the cache as it was.
+        speculative decoding.
 
         Args:
             max_length (`int`):

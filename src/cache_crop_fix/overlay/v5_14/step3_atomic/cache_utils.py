@@ -6,12 +6,13 @@
 # installs them on the upstream classes at runtime and the exporter transplants them into upstream's file, so this
 # file is written to read right inside `transformers/cache_utils.py`. The classes here are never instantiated.
 
+import warnings
 from typing import TYPE_CHECKING
 
 
 if TYPE_CHECKING:
     # Names that the upstream module binds and our methods use (at runtime they run with its globals)
-    from transformers.cache_utils import LinearAttentionLayer
+    from transformers.cache_utils import _CROP_0_WARNING, LinearAttentionLayer, _check_crop_argument
 
 
 def _get_crop_length(max_length: int, seq_length: int) -> int:
@@ -210,6 +211,45 @@ def _crop_dynamic_layers(layers: list, max_length: int) -> None:
 
 
 class Cache:
+    def crop(self, max_length: int | None = None, *, tokens_to_remove: int | None = None):
+        """
+        Crop the cached states of every layer along the sequence dimension, e.g. to roll back rejected tokens in
+        speculative decoding. Every layer is checked before any is changed, so a crop that cannot be honoured raises
+        an error and leaves the cache as it was.
+
+        Args:
+            max_length (`int`):
+                If negative, the number of trailing tokens to remove: `crop(-k)` removes the last `k` tokens, and
+                removing at least the cached length empties the cache. A non-negative value is an absolute target
+                length (`crop(0)` empties the cache): this is deprecated and emits a `FutureWarning`, as transformers
+                5.15+ reads `0` as "remove nothing" and 5.20+ raises an error for positive values. Use
+                `crop(-cache.get_seq_length())` for a full rollback.
+            tokens_to_remove (`int`, *optional*):
+                Keyword alias of `max_length` with its meaning from transformers 5.15 on, where it replaces
+                `max_length`: a negative value removes that many tokens, and `0` removes nothing.
+        """
+        # A plain int needs no conversion, and `crop(-k)` (as assisted decoding passes) no warning
+        if type(max_length) is int and max_length <= 0 and tokens_to_remove is None:
+            if max_length == 0:
+                warnings.warn(_CROP_0_WARNING, FutureWarning, stacklevel=2)
+                layers = self.layers
+                for layer in layers:
+                    if type(layer) is not DynamicLayer:
+                        break
+                else:
+                    # The common case (`DynamicCache()`), done here as `_crop_dynamic_layers` would: a full rollback
+                    # puts each plain dynamic layer back as it was built (the warning above costs more than the rest)
+                    for layer in layers:
+                        if layer.is_initialized:
+                            layer.keys, layer.values = None, None
+                            layer.is_initialized = False
+                    return
+            self._crop(max_length)
+            return
+        max_length = _check_crop_argument(max_length, tokens_to_remove)
+        if max_length is not None:
+            self._crop(max_length)
+
     def _crop(self, max_length: int) -> None:
         """Crop every layer with an already validated `max_length`, after checking that all of them can be cropped."""
         layers = self.layers
