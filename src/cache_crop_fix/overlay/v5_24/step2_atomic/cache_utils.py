@@ -33,7 +33,8 @@ def _is_full_rollback_of_layer(layer, number_of_tokens: int, seq_length: int | N
 def _check_hybrid_crop(layer, attention_class: type, tokens_to_remove: int, seq_length: int | None = None) -> None:
     """
     Raises an error if either part of a layer holding both linear attention and attention states cannot honour
-    `crop(tokens_to_remove)`. A full rollback resets the layer, so then only the attention part is checked.
+    `crop(tokens_to_remove)`. A full rollback resets the linear attention states, so then only the attention part is
+    checked.
 
     Args:
         layer (`LinearAttentionCacheLayerMixin`):
