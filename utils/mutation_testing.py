@@ -69,6 +69,7 @@ TEST_SELECTION = {
     # the upstream main target: its upstream-style tests, then the project's history tests (they hold for both targets)
     "v5_24": (
         "tests/v5_24",
+        "tests/test_syncs.py",
         "tests/test_crop_arguments.py",
         "tests/test_kept_crops.py",
         "tests/test_stateful_history.py",
@@ -88,7 +89,7 @@ TEST_SELECTION = {
 # runs every test that executes the mutated function).
 FAST_TESTS = {
     "v5_14": ("tests/v5_14/", "tests/test_call_sites.py", "tests/test_kept_v5_14.py"),
-    "v5_24": ("tests/v5_24/", "tests/test_crop_arguments.py", "tests/test_kept_crops.py"),
+    "v5_24": ("tests/v5_24/", "tests/test_syncs.py", "tests/test_crop_arguments.py", "tests/test_kept_crops.py"),
     "v5_25": (
         "tests/v5_25/",
         "tests/test_syncs.py",
