@@ -317,6 +317,16 @@ OPERATOR: dict[tuple[str, str, str], str] = {
         "if layer.get_seq_length() >= max_length:",
         "core/ReplaceComparisonOperator_Gt_GtE",
     ): "for a layer of exactly `max_length` tokens the extra slice `[..., :max_length, :]` keeps every token (same values).",
+    (
+        "step3_atomic/cache_utils.py",
+        "if type(max_length) is int and max_length < 0 and tokens_to_remove is None:",
+        "core/ReplaceComparisonOperator_LtE_Lt",
+    ): "`crop(0)` then takes the general path, where `_check_crop_argument` emits the same `FutureWarning` attributed to the same caller (`stacklevel=3` from the helper) and `_crop(0)` puts plain dynamic layers back as built (`_crop_dynamic_layers`), exactly as the fast path does, and crops any other cache as the fast path's own `_crop(0)`.",
+    (
+        "step3_atomic/cache_utils.py",
+        "if type(max_length) is int and max_length <= -1 and tokens_to_remove is None:",
+        "core/NumberReplacer",
+    ): "`crop(0)` then takes the general path, where `_check_crop_argument` emits the same `FutureWarning` attributed to the same caller (`stacklevel=3` from the helper) and `_crop(0)` puts plain dynamic layers back as built (`_crop_dynamic_layers`), exactly as the fast path does, and crops any other cache as the fast path's own `_crop(0)`.",
 }
 
 SEMANTIC: dict[tuple[str, str, str], str] = {

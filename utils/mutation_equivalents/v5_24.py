@@ -292,6 +292,26 @@ OPERATOR: dict[tuple[str, str, str], str] = {
         "self.has_previous_state[ 1] = True",
         "core/NumberReplacer",
     ): "`has_previous_state[0]` is already true whenever a non-empty entry is restored (only a full rollback, which clears the history, or restoring the first entry sets it false); other keys are never read (`number_of_states == 1`).",
+    (
+        "step2_atomic/cache_utils.py",
+        "if type(tokens_to_remove) is int and tokens_to_remove < 0:",
+        "core/ReplaceComparisonOperator_LtE_Lt",
+    ): "`crop(0)` then takes `_get_number_of_tokens_to_remove(0)`, which returns the same 0 for a plain int.",
+    (
+        "step2_atomic/cache_utils.py",
+        "if type(tokens_to_remove) is int and tokens_to_remove <= -1:",
+        "core/NumberReplacer",
+    ): "`crop(0)` then takes `_get_number_of_tokens_to_remove(0)`, which returns the same 0 for a plain int.",
+    (
+        "step2_atomic/cache_utils.py",
+        "stop = -number_of_tokens if number_of_tokens < 2**62 else -(2** 61)",
+        "core/NumberReplacer",
+    ): "a stop of `-(2**61)` or `-(2**62)` is before the first token of any tensor: the same empty slice, and neither is truncated (with a warning) by torch.",
+    (
+        "step2_atomic/cache_utils.py",
+        "stop = -number_of_tokens if number_of_tokens <= 2**62 else -(2**62)",
+        "core/ReplaceComparisonOperator_Lt_LtE",
+    ): "at `number_of_tokens == 2**62` both branches give the stop `-(2**62)`.",
 }
 
 SEMANTIC: dict[tuple[str, str, str], str] = {
