@@ -610,4 +610,29 @@ SEMANTIC: dict[tuple[str, str, str], str] = {
         "_crop_dynamic_layers: swapped: layer.keys, layer.values = (None, None) <-> layer.is_initialized = False",
         "semantic/swap",
     ): "three stores of constants to independent attributes, nothing read in between: the same layer in either order.",
+    (
+        "step3_atomic/cache_utils.py",
+        "Cache.crop: deleted: if type(max_length) is int and max_length <= 0 and (tokens_to_remove is None): if max_len…",
+        "semantic/delete",
+    ): "a fast path: `_check_crop_argument` returns a non-positive int unchanged when `tokens_to_remove` is `None`, warning for `0` with the same message attributed to the same caller (`stacklevel=3` from the helper), and `_crop` then gives the same layers (`_crop_dynamic_layers` puts plain dynamic layers back as built for `0`).",
+    (
+        "step3_atomic/cache_utils.py",
+        "Cache.crop: swapped: warnings.warn(_CROP_0_WARNING, FutureWarning, stacklevel=2) <-> layers = self.layers",
+        "semantic/swap",
+    ): "`layers` is a local alias of `self.layers`, read only after the warning: binding it before the warning (even one turned into an error) changes nothing.",
+    (
+        "step3_atomic/cache_utils.py",
+        "Cache.crop: deleted: for layer in layers: if type(layer) is not DynamicLayer: break else: for layer in layers:…",
+        "semantic/delete",
+    ): "a fast path: `crop(0)` then reaches `self._crop(0)`, which sends plain dynamic layers to `_crop_dynamic_layers`, and that puts each initialized one back as built exactly as the deleted loop does.",
+    (
+        "step3_atomic/cache_utils.py",
+        "Cache.crop: swapped: layer.keys, layer.values = (None, None) <-> layer.is_initialized = False",
+        "semantic/swap",
+    ): "independent attribute stores on the same layer, with nothing read between them.",
+    (
+        "step3_atomic/cache_utils.py",
+        "Cache.crop: deleted: return [1]",
+        "semantic/delete",
+    ): "`crop(0)` then also runs `self._crop(0)`, whose `_crop_dynamic_layers` finds every layer already not initialized and changes nothing.",
 }

@@ -312,6 +312,11 @@ OPERATOR: dict[tuple[str, str, str], str] = {
         "stop = -number_of_tokens if number_of_tokens <= 2**62 else -(2**62)",
         "core/ReplaceComparisonOperator_Lt_LtE",
     ): "at `number_of_tokens == 2**62` both branches give the stop `-(2**62)`.",
+    (
+        "step2_atomic/cache_utils.py",
+        "device = on_device[ -1].device",
+        "core/NumberReplacer",
+    ): "the lengths are gathered on the device of any one of them before `tolist` copies them to the host: the same numbers whichever device is taken.",
 }
 
 SEMANTIC: dict[tuple[str, str, str], str] = {
