@@ -541,6 +541,70 @@ class CacheCropTest(CropTestCase):
         cache.crop(-1)
         self.assertExactlyEqual(linear_layer.conv_states[0], _conv_inputs(0, KERNEL))
 
+    @parameterized.expand([(-6,), (-(2**62),), (-(2**62 + 1),), (-(2**70),)])
+    def test_huge_removal_from_a_dynamic_cache_empties_it_silently(self, tokens_to_remove):
+        cache = DynamicCache()
+        for layer_idx in range(2):
+            cache.update(_tokens(0, 3), _tokens(0, 3), layer_idx)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            cache.crop(tokens_to_remove)
+        for layer in cache.layers:
+            self.assertEqual(layer.get_seq_length(), 0)
+            self.assertEqual(layer.keys.shape, (1, 1, 0, 1))
+            self.assertEqual(layer.values.shape, (1, 1, 0, 1))
+
+    @parameterized.expand([(0,), (-1,), (-9,)])
+    def test_dynamic_layers_never_updated_are_left_alone(self, tokens_to_remove):
+        # e.g. the layers that share the states of another one: only the first layer holds tokens
+        cache = Cache(layers=[DynamicLayer(), DynamicLayer()])
+        _fill(cache.layers[0], 3)
+        cache.crop(tokens_to_remove)
+        self.assertEqual(cache.layers[0].get_seq_length(), max(3 + tokens_to_remove, 0))
+        self.assertFalse(cache.layers[1].is_initialized)
+        self.assertIsNone(cache.layers[1].keys)
+
+    @parameterized.expand([("full",), ("sliding",)])
+    def test_hybrid_layer_refusal_changes_no_layer_but_a_full_rollback_is_honoured(self, name):
+        # Not recording, the conv states of the hybrid layer cannot remove a token: the attention layer checked before it
+        # keeps its tokens too. Removing all of them is a full rollback, which resets the conv states instead
+        if name == "full":
+            hybrid = LinearAttentionAndFullAttentionLayer()
+        else:
+            hybrid = LinearAttentionAndSlidingWindowAttentionLayer(sliding_window=WINDOW)
+        cache = Cache(layers=[DynamicLayer(), hybrid])
+        for layer in cache.layers:
+            _fill(layer, 2)
+        hybrid.update_conv_state(_conv_inputs(0, 2), conv_kernel_size=KERNEL)
+        before = [_snapshot(layer) for layer in cache.layers]
+        with self.assertRaisesRegex(RuntimeError, "does not record"):
+            cache.crop(-1)
+        for layer, snapshot in zip(cache.layers, before):
+            self.assertUnchanged(layer, snapshot)
+
+        cache.crop(-2)
+        self.assertEqual([int(layer.get_seq_length()) for layer in cache.layers], [0, 0])
+        self.assertFalse(hybrid.has_previous_state[0])
+
+    @parameterized.expand([("full",), ("sliding",)])
+    def test_hybrid_layer_keeps_its_first_token(self, name):
+        # With a conv kernel of 1, the recorded conv states can remove all but the first token: a partial crop, not a
+        # full rollback, through the Cache and on the layer itself
+        for through_cache in (True, False):
+            if name == "full":
+                layer = LinearAttentionAndFullAttentionLayer()
+            else:
+                layer = LinearAttentionAndSlidingWindowAttentionLayer(sliding_window=WINDOW)
+            cache = Cache(layers=[layer])
+            cache.activate_past_recording()
+            _fill(layer, 3)
+            layer.update_conv_state(_conv_inputs(0, 3), conv_kernel_size=1)
+            (cache if through_cache else layer).crop(-2)
+            self.assertEqual(int(layer.get_seq_length()), 1)
+            self.assertExactlyEqual(layer.keys, _tokens(0, 1))
+            self.assertTrue(layer.has_previous_state[0])
+            self.assertExactlyEqual(layer.conv_states[0], _conv_inputs(0, 1))
+
     @parameterized.expand([(-3, 2), (-5, 0), (-9, 0)])
     def test_linear_attention_layers_follow_the_longest_attention_layer(self, tokens_to_remove, expected_length):
         # Attention layers of different lengths (the second one holds only the last 2 tokens): the linear attention
@@ -936,6 +1000,50 @@ class StaticLayersCropTest(CropTestCase):
         layer.crop(-3)
         self.assertLayerHolds(layer, 0)
         self.assertEqual(layer.recurrent_states[0].abs().sum().item(), 0)
+
+    @parameterized.expand([("full",), ("sliding",)])
+    def test_static_hybrid_layer_refusal_changes_no_layer_but_a_full_rollback_is_honoured(self, name):
+        # `Cache.crop` reads the length of the static hybrid layer for its check: not recording, its conv states cannot
+        # remove a token (the static layer checked before it keeps its tokens too), but they can be reset
+        if name == "full":
+            hybrid = LinearAttentionAndStaticFullAttentionLayer(max_cache_len=MAX_CACHE_LEN)
+        else:
+            hybrid = LinearAttentionAndStaticSlidingWindowAttentionLayer(max_cache_len=WINDOW, sliding_window=WINDOW)
+        cache = Cache(layers=[StaticLayer(max_cache_len=MAX_CACHE_LEN), hybrid])
+        for layer in cache.layers:
+            _fill(layer, 2)
+        hybrid.update_conv_state(_conv_inputs(0, 2), conv_kernel_size=KERNEL)
+        before = [_snapshot(layer) for layer in cache.layers]
+        with self.assertRaisesRegex(RuntimeError, "does not record"):
+            cache.crop(-1)
+        for layer, snapshot in zip(cache.layers, before):
+            self.assertUnchanged(layer, snapshot)
+
+        cache.crop(-2)
+        for layer in cache.layers:
+            self.assertLayerHolds(layer, 0)
+        self.assertFalse(hybrid.has_previous_state[0])
+
+    @parameterized.expand([("full",), ("sliding",)])
+    def test_static_hybrid_layer_keeps_its_first_token(self, name):
+        # With a conv kernel of 1, the recorded conv states can remove all but the first token: a partial crop, not a
+        # full rollback, through the Cache and on the layer itself
+        for through_cache in (True, False):
+            if name == "full":
+                layer = LinearAttentionAndStaticFullAttentionLayer(max_cache_len=MAX_CACHE_LEN)
+            else:
+                layer = LinearAttentionAndStaticSlidingWindowAttentionLayer(
+                    max_cache_len=MAX_CACHE_LEN, sliding_window=MAX_CACHE_LEN
+                )
+            cache = Cache(layers=[layer])
+            cache.activate_past_recording()
+            _fill(layer, 3)
+            layer.update_conv_state(_conv_inputs(0, 3), conv_kernel_size=1)
+            (cache if through_cache else layer).crop(-2)
+            self.assertEqual(int(layer.get_seq_length()), 1)
+            self.assertExactlyEqual(layer.keys[:, :, :1], _tokens(0, 1))
+            self.assertTrue(layer.has_previous_state[0])
+            self.assertExactlyEqual(layer.conv_states[0], _conv_inputs(0, 1))
 
     @parameterized.expand([("full",), ("sliding",)])
     def test_static_hybrid_layer_not_recording_is_not_croppable(self, name):
