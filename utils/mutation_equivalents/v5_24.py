@@ -317,6 +317,11 @@ OPERATOR: dict[tuple[str, str, str], str] = {
         "device = on_device[ -1].device",
         "core/NumberReplacer",
     ): "the lengths are gathered on the device of any one of them before `tolist` copies them to the host: the same numbers whichever device is taken.",
+    (
+        "step2_atomic/cache_utils.py",
+        "stop = -number_of_tokens if number_of_tokens < 2** 61 else -(2**62)",
+        "core/NumberReplacer",
+    ): "between `2**61` and `2**62` tokens the stop `-(2**62)` replaces `-number_of_tokens`: both are before the first token of any tensor and fit in int64, so the same empty slice.",
 }
 
 SEMANTIC: dict[tuple[str, str, str], str] = {
@@ -915,4 +920,39 @@ SEMANTIC: dict[tuple[str, str, str], str] = {
         "AssistedCandidateGenerator._set_assistant_history_length: deleted: self._assistant_history_length = history_length",
         "semantic/delete",
     ): "every later round then activates the history again with the `maxlen` it already has: the same history (see the `history_length + 1` off-by-one of `activate_past_recording`).",
+    (
+        "step2_atomic/cache_utils.py",
+        "_crop_hybrid: deleted: if number_of_tokens and seq_length is None: seq_length = int(layer.get_seq_length())",
+        "semantic/delete",
+    ): "without the early read, `_check_crop` reads the length itself only to excuse a refusal and `_is_full_rollback_of_layer` reads it for a removal of at least one token: the same decision from the same length, and at most one host read either way.",
+    (
+        "step2_atomic/cache_utils.py",
+        "_crop_hybrid: swapped: if number_of_tokens and seq_length is None: seq_length = in… <-> layer._check_crop(-number_of_tokens, seq_length=seq_length)",
+        "semantic/swap",
+    ): "`_check_crop` given no length reads it itself, and only to excuse a refusal (which then raises before the early read): the same decision from the same length, and at most one host read either way.",
+    (
+        "step2_atomic/cache_utils.py",
+        "_crop_hybrid: deleted: seq_length = int(layer.get_seq_length())",
+        "semantic/delete",
+    ): "without the early read, `_check_crop` reads the length itself only to excuse a refusal and `_is_full_rollback_of_layer` reads it for a removal of at least one token: the same decision from the same length, and at most one host read either way.",
+    (
+        "step2_atomic/cache_utils.py",
+        "_crop_hybrid: layer._check_crop(-number_of_tokens, seq_length=seq_length) moved past if not _is_full_rollback_of_layer(layer, number_of_tokens, …",
+        "semantic/check-moved",
+    ): "on a partial crop `attention_class.crop` starts with `self._check_crop`, the same hybrid check, before it changes anything; on a full rollback neither part refuses (the linear refusal is excused), so moving the check changes no result (a refusal then reads the length once, in the error path).",
+    (
+        "step2_atomic/cache_utils.py",
+        "_crop_hybrid: deleted: layer._check_crop(-number_of_tokens, seq_length=seq_length)",
+        "semantic/delete",
+    ): "on a partial crop `attention_class.crop` starts with `self._check_crop`, the same hybrid check, before it changes anything; on a full rollback neither part refuses (the linear refusal is excused), so the check is redundant for the result (a refusal then reads the length once, in the error path).",
+    (
+        "step2_atomic/cache_utils.py",
+        "_crop_hybrid: swapped: if issubclass(attention_class, StaticLayer): attention_clas… <-> LinearAttentionCacheLayerMixin.reset(layer)",
+        "semantic/swap",
+    ): "the attention part (keys, values, write position) and the linear attention part (conv and recurrent states, history) are reset independently: neither reset reads what the other writes.",
+    (
+        "step2_atomic/cache_utils.py",
+        "Cache.crop: swapped: for layer in layers_to_crop: if id(layer) in hybrid_lengths… <-> for layer in layers_to_reset: layer.reset()",
+        "semantic/swap",
+    ): "`layers_to_reset` and `layers_to_crop` are different layers, all already checked (a crop no longer refuses), so resetting the linear attention layers before cropping the others gives the same cache.",
 }
