@@ -88,6 +88,26 @@ def _crop_hybrid(layer, attention_class: type, tokens_to_remove: int, seq_length
     LinearAttentionCacheLayerMixin.reset(layer)
 
 
+def _read_seq_lengths(layers: list, layer_classes: set) -> dict[int, int]:
+    """
+    The sequence lengths of the `layers` of one of `layer_classes`, by `id` of the layer, as host ints. Those that
+    static layers keep on the device are read together, with a single device-to-host copy.
+    """
+    seq_lengths = {}
+    for layer in layers:
+        if type(layer) in layer_classes:
+            seq_lengths[id(layer)] = layer.get_seq_length()
+    on_device = [seq_length for seq_length in seq_lengths.values() if isinstance(seq_length, torch.Tensor)]
+    if not on_device:
+        return seq_lengths
+    device = on_device[0].device
+    read = iter(torch.stack([seq_length.reshape(()).to(device) for seq_length in on_device]).tolist())
+    return {
+        key: next(read) if isinstance(seq_length, torch.Tensor) else seq_length
+        for key, seq_length in seq_lengths.items()
+    }
+
+
 class LinearAttentionCacheLayerMixin:
     def _check_crop(self, tokens_to_remove: int) -> None:
         """
@@ -269,8 +289,12 @@ class Cache:
             and any(issubclass(layer_class, CacheLayerMixin) for layer_class in layer_classes)
             and 0 < self.get_seq_length() <= number_of_tokens
         ):
-            layers_to_crop = [layer for layer in layers if type(layer) not in linear_classes]
-            layers_to_reset = [layer for layer in layers if type(layer) in linear_classes]
+            layers_to_crop, layers_to_reset = [], []
+            for layer in layers:
+                if type(layer) in linear_classes:
+                    layers_to_reset.append(layer)
+                else:
+                    layers_to_crop.append(layer)
         # A hybrid layer resets its linear attention states when all the tokens of its attention part are removed. A
         # static one counts them on the device, so the counts are read here together, once per call, not per layer
         hybrid_classes = {
@@ -278,17 +302,7 @@ class Cache:
             for layer_class in layer_classes
             if issubclass(layer_class, LinearAttentionCacheLayerMixin) and issubclass(layer_class, CacheLayerMixin)
         }
-        hybrid_lengths = {
-            id(layer): layer.get_seq_length() for layer in layers_to_crop if type(layer) in hybrid_classes
-        }
-        on_device = [length for length in hybrid_lengths.values() if isinstance(length, torch.Tensor)]
-        if on_device:
-            device = on_device[0].device
-            read = iter(torch.stack([length.reshape(()).to(device) for length in on_device]).tolist())
-            hybrid_lengths = {
-                key: next(read) if isinstance(length, torch.Tensor) else length
-                for key, length in hybrid_lengths.items()
-            }
+        hybrid_lengths = _read_seq_lengths(layers_to_crop, hybrid_classes) if hybrid_classes else {}
         # Check every layer first, so that a layer refusing the crop leaves the whole Cache unchanged
         for layer in layers_to_crop:
             if id(layer) in hybrid_lengths:
