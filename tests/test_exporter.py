@@ -737,20 +737,6 @@ def test_pr_text_lists_only_the_test_files_of_its_step():
 
 
 @pytest.mark.skipif(os.environ.get("CACHE_CROP_FIX_SKIP_E2E") == "1", reason="CACHE_CROP_FIX_SKIP_E2E=1")
-@pytest.mark.parametrize(
-    "target", [target for target in TARGETS if target is not V5_14], ids=lambda target: target.name
-)
-def test_the_other_stacks_export_from_their_sdist(target, tmp_path):
-    # The 5.14 stack is verified end to end below (wheels, tests); the others are at least exported in every run:
-    # transplanted, ruff-clean and minimal at every step (a 5.24 test once broke their export and nothing failed)
-    report = exporter.export(
-        target=target, build_dir=tmp_path / "build", dist_dir=tmp_path / "dist", run_verify=False, log=lambda _: None
-    )
-    assert [step.commit.created for step in report.steps] == [True] * len(target.steps)
-    assert all(step.ruff.ok for step in report.steps)
-
-
-@pytest.mark.skipif(os.environ.get("CACHE_CROP_FIX_SKIP_E2E") == "1", reason="CACHE_CROP_FIX_SKIP_E2E=1")
 def test_end_to_end_default_path(tmp_path):
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
