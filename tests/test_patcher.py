@@ -247,8 +247,8 @@ def test_installed_functions_belong_to_the_upstream_module(restore_fix_state):
             # A module our code needs (e.g. `warnings`), added to the upstream module's namespace
             assert value is sys.modules[name], qualname
             continue
-        if isinstance(value, (str, int, float, tuple, frozenset)):
-            # A constant our code reads (e.g. a warning's message), added to the upstream module's namespace as it is
+        if isinstance(value, (str, int, float, tuple, frozenset, Warning)):
+            # A constant our code reads (e.g. a warning, or its message), added to the upstream module's namespace as it is
             assert isinstance(owner, types.ModuleType), qualname
             continue
         function = inspect.unwrap(patcher._unwrap(value))

@@ -65,7 +65,9 @@ STEPS = (
             "code for it: `Cache.crop` and `EncoderDecoderCache.crop` check their argument once, warn about absolute "
             "crops with a `FutureWarning` attributed to the caller, and accept `tokens_to_remove=` with its 5.15 "
             "meaning. The library's own call sites (assisted decoding, PI0) crop with the negative form and skip the "
-            "call when there is nothing to remove."
+            "call when there is nothing to remove. The `crop(0)` warning is built once and handed to `warnings.warn` "
+            "on every call (building it was a fair share of the call's cost); under an error filter a new one "
+            "is raised each time."
         ),
         behaviour_changes=(
             "Absolute crops (`crop(n)`, `n >= 0`) keep working and emit a `FutureWarning`. The one for `crop(0)` says "

@@ -317,6 +317,24 @@ class CropArgumentsTest(unittest.TestCase):
                 cache.crop(argument)
         self.assertEqual(cache.get_seq_length(), 3)
 
+    def test_warning_turned_into_an_error_is_a_new_one_each_time(self):
+        # `crop(0)` hands the filters one shared warning object: raised as an error, it would be the object every
+        # caller caught, holding the frames of every call
+        cache = self._cache()
+        errors = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", FutureWarning)
+            for _ in range(2):
+                try:
+                    cache.crop(0)
+                except FutureWarning as error:
+                    errors.append(error)
+        self.assertEqual(len(errors), 2)
+        self.assertIsNot(errors[0], errors[1])
+        self.assertIsNone(errors[0].__traceback__.tb_next.tb_next)
+        self.assertIsNone(errors[1].__traceback__.tb_next.tb_next)
+        self.assertIn("`crop(0)` empties the cache", str(errors[1]))
+
     def test_encoder_decoder_absolute_crop_warns_at_the_caller(self):
         cache = EncoderDecoderCache(self._cache(), DynamicCache())
         with warnings.catch_warnings(record=True) as caught:

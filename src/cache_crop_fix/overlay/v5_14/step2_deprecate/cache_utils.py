@@ -18,6 +18,9 @@ _CROP_0_WARNING = (
     "`crop(tokens_to_remove=-k)`, where 0 removes nothing. For a full rollback, write `crop(-cache.get_seq_length())`: "
     "transformers 5.15+ reads `crop(0)` as 'remove nothing'."
 )
+# Building the warning is a fair share of what `warnings.warn` costs, and `crop(0)` warns on every call: this one is
+# built once and handed to the warning filters each time (never raised: `crop` raises a new one under an "error" filter)
+_CROP_0_FUTURE_WARNING = FutureWarning(_CROP_0_WARNING)
 
 
 def _check_crop_argument(max_length, tokens_to_remove) -> int | None:
@@ -93,7 +96,14 @@ class Cache:
         # A plain int needs no conversion, and `crop(-k)` (as assisted decoding passes) no warning
         if type(max_length) is int and max_length <= 0 and tokens_to_remove is None:
             if max_length == 0:
-                warnings.warn(_CROP_0_WARNING, FutureWarning, stacklevel=2)
+                try:
+                    warnings.warn(_CROP_0_FUTURE_WARNING, stacklevel=2)
+                except FutureWarning as error:
+                    if error is not _CROP_0_FUTURE_WARNING:
+                        raise
+                    # A filter made it an error: the shared warning is not handed out with a traceback, a new one is
+                    error.__traceback__ = error.__context__ = None
+                    raise FutureWarning(_CROP_0_WARNING) from None
             self._crop(max_length)
             return
         max_length = _check_crop_argument(max_length, tokens_to_remove)

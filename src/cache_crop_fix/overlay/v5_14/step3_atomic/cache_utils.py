@@ -12,7 +12,12 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     # Names that the upstream module binds and our methods use (at runtime they run with its globals)
-    from transformers.cache_utils import _CROP_0_WARNING, LinearAttentionLayer, _check_crop_argument
+    from transformers.cache_utils import (
+        _CROP_0_FUTURE_WARNING,
+        _CROP_0_WARNING,
+        LinearAttentionLayer,
+        _check_crop_argument,
+    )
 
 
 def _get_crop_length(max_length: int, seq_length: int) -> int:
@@ -231,7 +236,14 @@ class Cache:
         # A plain int needs no conversion, and `crop(-k)` (as assisted decoding passes) no warning
         if type(max_length) is int and max_length <= 0 and tokens_to_remove is None:
             if max_length == 0:
-                warnings.warn(_CROP_0_WARNING, FutureWarning, stacklevel=2)
+                try:
+                    warnings.warn(_CROP_0_FUTURE_WARNING, stacklevel=2)
+                except FutureWarning as error:
+                    if error is not _CROP_0_FUTURE_WARNING:
+                        raise
+                    # A filter made it an error: the shared warning is not handed out with a traceback, a new one is
+                    error.__traceback__ = error.__context__ = None
+                    raise FutureWarning(_CROP_0_WARNING) from None
                 layers = self.layers
                 for layer in layers:
                     if type(layer) is not DynamicLayer:
