@@ -378,6 +378,17 @@ class DynamicLayersCropTest(CropTestCase):
             layer.crop(-1)
         self.assertUnchanged(layer, before)
 
+    @parameterized.expand([(name, removal) for name in ("dynamic", "sliding", "indexed") for removal in (-1, -4)])
+    def test_layer_without_tokens_yet_stays_empty(self, layer_name, tokens_to_remove):
+        # As `early_initialization` leaves a layer (`torch.export` uses it): initialized, but without any token
+        layer = self._layer(layer_name)
+        no_tokens = torch.zeros(1, 1, 0, 1, dtype=torch.float64)
+        layer.lazy_initialization(no_tokens, no_tokens)
+        layer.crop(tokens_to_remove)
+        self.assertEqual(layer.get_seq_length(), 0)
+        _fill(layer, 2)
+        self.assertLayerHolds(layer, 2)
+
 
 @require_torch
 class CropArgumentsTest(CropTestCase):
@@ -465,6 +476,16 @@ class CacheCropTest(CropTestCase):
             cache.crop(-1)
         for layer, snapshot in zip(cache.layers, before):
             self.assertUnchanged(layer, snapshot)
+
+    @parameterized.expand([(-1,), (-4,)])
+    def test_cache_without_tokens_yet_stays_empty(self, tokens_to_remove):
+        # `early_initialization` (used by `torch.export`) initializes the layers without any token
+        cache = Cache(layers=[DynamicLayer(), DynamicLayer()])
+        cache.early_initialization(1, 1, 1, torch.float64, torch.device("cpu"))
+        cache.crop(tokens_to_remove)
+        self.assertEqual(cache.get_seq_length(), 0)
+        keys, _ = cache.update(_tokens(0, 2), _tokens(0, 2), 1)
+        self.assertExactlyEqual(keys, _tokens(0, 2))
 
     def test_recurrent_states_refuse_partial_crops_but_roll_back_fully(self):
         linear_layer = LinearAttentionLayer()

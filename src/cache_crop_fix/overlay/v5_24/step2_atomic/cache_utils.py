@@ -270,8 +270,14 @@ class Cache:
             stop = -number_of_tokens if number_of_tokens < 2**62 else -(2**62)
             for layer in layers:
                 # Nothing to do if the layer holds no tokens (not initialized with KV sharing)
-                if layer.is_initialized and layer.keys.numel():
-                    layer.keys = layer.keys[..., :stop, :]
+                if layer.is_initialized:
+                    try:
+                        keys = layer.keys[..., :stop, :]
+                    except IndexError:
+                        # No token yet: `early_initialization` leaves empty 1-D states until the first `update`
+                        # (caught rather than checked, so that the usual crop pays nothing for it)
+                        continue
+                    layer.keys = keys
                     layer.values = layer.values[..., :stop, :]
             return
         layers_to_crop, layers_to_reset = layers, []
