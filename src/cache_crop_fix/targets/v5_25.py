@@ -102,10 +102,14 @@ STEPS = (
             "static layers drive their counters negative, and the next `update` writes at a negative position.\n\n"
             + CLAMP_REPRODUCTION
             + "\n\nEach layer now clamps the removal to what it holds. The static counters stay sync-free: they move "
-            "in place (`sub_` then `clamp_(min=0)`), so `generate`'s `crop` still never waits for the device."
+            "in place (`sub_` then `clamp_(min=0)`), so `generate`'s `crop` still never waits for the device. A "
+            "dynamic layer that holds no token yet (the empty 1-D states `early_initialization` leaves, as for "
+            "`torch.export`) is left as it is instead of raising an `IndexError`."
         ),
         behaviour_changes=(
             "Removing more tokens than a layer holds empties it (sliding-window and static counters went negative).",
+            "Cropping a dynamic layer initialized without tokens (`early_initialization`) does nothing (it raised an "
+            "`IndexError`).",
         ),
     ),
     Step(

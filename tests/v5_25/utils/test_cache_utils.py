@@ -100,6 +100,17 @@ class CropClampTest(unittest.TestCase):
             indexer_keys = layer.update_indexer(_tokens(10, 2).view(1, 2, 1))
             self.assertEqual(indexer_keys[0, : kept + 2, 0].tolist(), [1.0, 2.0, 3.0][:kept] + [11.0, 12.0])
 
+    @parameterized.expand([(name, removal) for name in CLAMP_LAYERS for removal in (-1, -4)])
+    def test_layer_without_tokens_yet_stays_empty(self, name, removal):
+        # As `early_initialization` leaves a layer (`torch.export` uses it): initialized, but without any token
+        layer = CLAMP_LAYERS[name]()
+        no_tokens = torch.zeros(1, 1, 0, 1, dtype=torch.float64)
+        layer.lazy_initialization(no_tokens, no_tokens)
+        layer.crop(removal)
+        self.assertEqual(int(layer.get_seq_length()), 0)
+        keys, _ = layer.update(_tokens(10, 2), _tokens(10, 2))
+        self.assertEqual(keys[0, 0, :2, 0].tolist(), [11.0, 12.0])
+
 
 def _recording_layer(recurrent_states_to_keep, **kwargs):
     layer = LinearAttentionLayer(**kwargs)

@@ -27,7 +27,13 @@ class DynamicLayer:
         # beyond 64 bits with a warning: clamp those first (no layer holds 2**62 tokens)
         if tokens_to_remove < -(2**62):
             tokens_to_remove = -(2**62)
-        self.keys = self.keys[..., :tokens_to_remove, :]
+        try:
+            keys = self.keys[..., :tokens_to_remove, :]
+        except IndexError:
+            # No token yet: `early_initialization` leaves empty 1-D states until the first `update` (caught rather than
+            # checked, so that the usual crop pays nothing for it)
+            return
+        self.keys = keys
         self.values = self.values[..., :tokens_to_remove, :]
 
 
@@ -67,7 +73,9 @@ class DynamicSlidingWindowLayer:
         # If we did not reach the sliding window, we can do the same as for a full attention layer
         else:
             super().crop(tokens_to_remove)
-            self.cumulative_length = self.keys.shape[-2]
+            # Without any token, the states may still be the empty 1-D ones of `early_initialization`
+            if self.cumulative_length:
+                self.cumulative_length = self.keys.shape[-2]
 
 
 class DynamicIndexedLayer:

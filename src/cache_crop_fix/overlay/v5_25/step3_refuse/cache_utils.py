@@ -78,7 +78,9 @@ class DynamicSlidingWindowLayer:
         # If we did not reach the sliding window, we can do the same as for a full attention layer
         else:
             super().crop(tokens_to_remove)
-            self.cumulative_length = self.keys.shape[-2]
+            # Without any token, the states may still be the empty 1-D ones of `early_initialization`
+            if self.cumulative_length:
+                self.cumulative_length = self.keys.shape[-2]
 
 
 class StaticSlidingWindowLayer:
