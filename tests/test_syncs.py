@@ -85,26 +85,28 @@ def test_generate_tensor_argument_is_read_once():
     assert int(cache.get_seq_length()) == 8
 
 
-def _static_hybrid():
+def _static_hybrid(linear_layer_type="hybrid"):
     from transformers import PreTrainedConfig, StaticCache
 
-    config = PreTrainedConfig(layer_types=["hybrid", "full_attention"] * 2, num_hidden_layers=4)
+    config = PreTrainedConfig(layer_types=[linear_layer_type, "full_attention"] * 2, num_hidden_layers=4)
     config.hidden_size, config.num_attention_heads, config.num_key_value_heads, config.head_dim = 8, 1, 1, 1
     cache = StaticCache(config=config, max_cache_len=16)
     cache.activate_past_recording()
     for layer_idx, layer in enumerate(cache.layers):
-        cache.update(_states(10), _states(10), layer_idx)
+        if hasattr(layer, "update"):
+            cache.update(_states(10), _states(10), layer_idx)
         if hasattr(layer, "update_conv_state"):
             layer.update_conv_state(torch.ones(1, 2, 10), conv_kernel_size=2)
     return cache
 
 
+@pytest.mark.parametrize("linear_layer_type", ["hybrid", "linear_attention"])
 @pytest.mark.parametrize("tokens_to_remove", [0, -1, -10, -100])
-def test_static_hybrid_reads_its_lengths_at_most_once(tokens_to_remove):
-    # The linear attention part of a static hybrid layer needs its attention length on the host: the lengths are read
-    # together, once per call, with `tolist` (one device-to-host copy, which on CPU dispatches no
-    # `_local_scalar_dense`: counted apart)
-    cache = _static_hybrid()
+def test_static_hybrid_reads_its_lengths_at_most_once(tokens_to_remove, linear_layer_type):
+    # The linear attention part of a static hybrid layer, or a linear attention layer next to static attention layers,
+    # needs the attention length on the host: the lengths are read together, once per call, e.g. with `tolist` (one
+    # device-to-host copy, which on CPU dispatches no `_local_scalar_dense`: counted apart)
+    cache = _static_hybrid(linear_layer_type)
     tolist = torch.Tensor.tolist
     reads = []
 

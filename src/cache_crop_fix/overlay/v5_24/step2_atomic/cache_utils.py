@@ -284,7 +284,8 @@ class Cache:
         # The checks are paid once per layer class: a Cache has few layer classes and many layers
         layer_classes = {type(layer) for layer in layers}
         # Linear attention layers have no sequence length: the Cache tells them when everything is removed (the
-        # only place where a static Cache reads its length on the host, once per call)
+        # only place where a static Cache reads its length on the host: `int` reads it once per call, where the two
+        # comparisons would read it twice)
         linear_classes = {
             layer_class
             for layer_class in layer_classes
@@ -293,7 +294,7 @@ class Cache:
         if (
             linear_classes
             and any(issubclass(layer_class, CacheLayerMixin) for layer_class in layer_classes)
-            and 0 < self.get_seq_length() <= number_of_tokens
+            and 0 < int(self.get_seq_length()) <= number_of_tokens
         ):
             layers_to_crop, layers_to_reset = [], []
             for layer in layers:
