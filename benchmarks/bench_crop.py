@@ -1145,8 +1145,8 @@ PAGE_HEADER = [
     "`crop` runs on every assisted / speculative decoding step, once per layer, so the fix must not make it "
     "slower. This page compares the fixed `Cache.crop` (`cache_crop_fix.apply()`) with stock transformers "
     "(`cache_crop_fix.revert()`) and with the *floor*, the tensor work that any crop has to do. One section per "
-    "target, each measured under that target's transformers (`make bench` runs both: the `main` target in "
-    "`.venv-v5_24`, the 5.14 backport in `.venv`).",
+    "target, each measured under that target's transformers (`make bench` runs every one in its venv: the `main` "
+    "target, 5.25, in `.venv-v5_25`, the 5.24 backport in `.venv-v5_24`, the 5.14 backport in `.venv`).",
     "",
 ]
 

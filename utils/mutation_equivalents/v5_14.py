@@ -635,4 +635,9 @@ SEMANTIC: dict[tuple[str, str, str], str] = {
         "Cache.crop: deleted: return [1]",
         "semantic/delete",
     ): "`crop(0)` then also runs `self._crop(0)`, whose `_crop_dynamic_layers` finds every layer already not initialized and changes nothing.",
+    (
+        "step3_atomic/cache_utils.py",
+        "Cache.crop: swapped: try: warnings.warn(_CROP_0_FUTURE_WARNING, stacklevel=2) ex… <-> layers = self.layers",
+        "semantic/swap",
+    ): "`layers = self.layers` only binds a local: binding it before the warning changes nothing, also when the warning raises.",
 }

@@ -955,4 +955,9 @@ SEMANTIC: dict[tuple[str, str, str], str] = {
         "Cache.crop: swapped: for layer in layers_to_crop: if id(layer) in hybrid_lengths… <-> for layer in layers_to_reset: layer.reset()",
         "semantic/swap",
     ): "`layers_to_reset` and `layers_to_crop` are different layers, all already checked (a crop no longer refuses), so resetting the linear attention layers before cropping the others gives the same cache.",
+    (
+        "step2_atomic/cache_utils.py",
+        "Cache.crop: swapped: layer.keys = keys <-> layer.values = layer.values[..., :stop, :]",
+        "semantic/swap",
+    ): "two independent assignments: the values are sliced from `layer.values` either way, and nothing reads `layer.keys` in between.",
 }

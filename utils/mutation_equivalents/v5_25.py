@@ -549,4 +549,9 @@ SEMANTIC: dict[tuple[str, str, str], str] = {
         "LinearAttentionAndStaticSlidingWindowAttentionLayer.crop: swapped: LinearAttentionLayer.crop(self, tokens_to_remove) <-> StaticSlidingWindowLayer.crop(self, tokens_to_remove)",
         "semantic/swap",
     ): "the parts share no state; the static sliding part's check, run again by `LinearAttentionLayer.crop` after its crop, passes (`is_croppable` unchanged, and a refused layer only allows a full removal, after which `0 < -tokens_to_remove < 0` is false).",
+    (
+        "step1_clamp/cache_utils.py",
+        "DynamicLayer.crop: swapped: self.keys = keys <-> self.values = self.values[..., :tokens_to_remove, :]",
+        "semantic/swap",
+    ): "two independent assignments: the values are sliced from `self.values` either way, and nothing reads `self.keys` in between.",
 }

@@ -334,6 +334,32 @@ class CropArgumentsTest(unittest.TestCase):
         self.assertIsNone(errors[0].__traceback__.tb_next.tb_next)
         self.assertIsNone(errors[1].__traceback__.tb_next.tb_next)
         self.assertIn("`crop(0)` empties the cache", str(errors[1]))
+        # Nor does a later warning hold a traceback (with the frames of the calls, and the caches they hold)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            cache.crop(0)
+        self.assertIsNone(caught[0].message.__traceback__)
+
+    def test_errors_of_a_warning_hook_pass_through(self):
+        # An error of the warning machinery, e.g. of a `showwarning` hook, is not taken for the warning itself
+        def showwarning(*args, **kwargs):
+            raise FutureWarning("raised by the hook")
+
+        error = None
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.showwarning = showwarning
+            try:
+                self._cache().crop(0)
+            except FutureWarning as raised:
+                error = raised
+        self.assertEqual(str(error), "raised by the hook")
+        frames = []
+        traceback = error.__traceback__
+        while traceback is not None:
+            frames.append(traceback.tb_frame.f_code.co_name)
+            traceback = traceback.tb_next
+        self.assertIn("showwarning", frames)
 
     def test_encoder_decoder_absolute_crop_warns_at_the_caller(self):
         cache = EncoderDecoderCache(self._cache(), DynamicCache())

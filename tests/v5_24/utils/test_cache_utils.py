@@ -478,13 +478,16 @@ class CacheCropTest(CropTestCase):
             self.assertUnchanged(layer, snapshot)
 
     @parameterized.expand([(-1,), (-4,)])
-    def test_cache_without_tokens_yet_stays_empty(self, tokens_to_remove):
+    def test_layers_without_tokens_yet_are_left_empty(self, tokens_to_remove):
         # `early_initialization` (used by `torch.export`) initializes the layers without any token
         cache = Cache(layers=[DynamicLayer(), DynamicLayer()])
         cache.early_initialization(1, 1, 1, torch.float64, torch.device("cpu"))
+        # The second layer gets its tokens first: a layer without tokens does not stop the crop of the next ones
+        _fill(cache.layers[1], 5)
         cache.crop(tokens_to_remove)
-        self.assertEqual(cache.get_seq_length(), 0)
-        keys, _ = cache.update(_tokens(0, 2), _tokens(0, 2), 1)
+        self.assertEqual(cache.layers[0].get_seq_length(), 0)
+        self.assertExactlyEqual(cache.layers[1].keys, _tokens(0, 5 + tokens_to_remove))
+        keys, _ = cache.update(_tokens(0, 2), _tokens(0, 2), 0)
         self.assertExactlyEqual(keys, _tokens(0, 2))
 
     def test_recurrent_states_refuse_partial_crops_but_roll_back_fully(self):
