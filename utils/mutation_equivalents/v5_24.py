@@ -960,4 +960,9 @@ SEMANTIC: dict[tuple[str, str, str], str] = {
         "Cache.crop: swapped: layer.keys = keys <-> layer.values = layer.values[..., :stop, :]",
         "semantic/swap",
     ): "two independent assignments: the values are sliced from `layer.values` either way, and nothing reads `layer.keys` in between.",
+    (
+        "step2_atomic/cache_utils.py",
+        "Cache.crop: swapped: if linear_classes and any((issubclass(layer_class, CacheLay… <-> hybrid_classes = {layer_class for layer_class in layer_clas…",
+        "semantic/swap",
+    ): "`hybrid_classes` is computed from `layer_classes` alone, which the split of the linear layers does not change, and the split does not read `hybrid_classes`: either order gives the same sets and lists before `_read_seq_lengths`.",
 }
