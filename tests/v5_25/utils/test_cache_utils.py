@@ -111,6 +111,15 @@ class CropClampTest(unittest.TestCase):
         keys, _ = layer.update(_tokens(10, 2), _tokens(10, 2))
         self.assertEqual(keys[0, 0, :2, 0].tolist(), [11.0, 12.0])
 
+    @parameterized.expand([(-1,), (-4,), (-(2**70),)])
+    def test_cache_crops_the_layers_after_one_without_tokens_yet(self, removal):
+        cache = DynamicCache(config=LlamaConfig(num_hidden_layers=2, hidden_size=8, num_attention_heads=1, head_dim=8))
+        cache.early_initialization(1, 1, 1, torch.float64, torch.device("cpu"))
+        cache.update(_tokens(0, 3), _tokens(0, 3), 1)
+        cache.crop(removal)
+        self.assertEqual(cache.layers[0].get_seq_length(), 0)
+        self.assertEqual(cache.layers[1].keys[0, 0, :, 0].tolist(), [1.0, 2.0, 3.0][: max(3 + removal, 0)])
+
 
 def _recording_layer(recurrent_states_to_keep, **kwargs):
     layer = LinearAttentionLayer(**kwargs)

@@ -329,8 +329,27 @@ class Cache:
         # takes integer tensors only, as slicing does)
         if type(tokens_to_remove) is not int and isinstance(tokens_to_remove, torch.Tensor):
             tokens_to_remove = operator.index(tokens_to_remove)
+        layers = self.layers
+        if tokens_to_remove < 0:
+            for layer in layers:
+                if type(layer) is not DynamicLayer:
+                    break
+            else:
+                # The common case: plain dynamic layers can always be cropped, so they are cut here directly, as their
+                # `crop` would (checking every layer first must not cost this case a second call per layer)
+                stop = tokens_to_remove if tokens_to_remove > -(2**62) else -(2**62)
+                for layer in layers:
+                    if layer.is_initialized:
+                        try:
+                            keys = layer.keys[..., :stop, :]
+                        except IndexError:
+                            # No token yet: `early_initialization` leaves empty 1-D states until the first `update`
+                            continue
+                        layer.keys = keys
+                        layer.values = layer.values[..., :stop, :]
+                return
         if tokens_to_remove:
-            for layer in self.layers:
+            for layer in layers:
                 layer._check_crop(tokens_to_remove)
-        for layer in self.layers:
+        for layer in layers:
             layer.crop(tokens_to_remove)
