@@ -874,7 +874,7 @@ def write_report(args, sizes: Sizes, latency, breakdown, zero_copy, e2e, imports
         "## How to run",
         "",
         "```bash",
-        "make bench                                   # both targets, each in its venv (.venv, .venv-v5_24)",
+        "make bench                                   # every target, each in its venv (.venv, .venv-v5_24, .venv-v5_25)",
         f"{VENVS[TARGET.name]}/bin/python benchmarks/bench_crop.py --quick --out-dir /tmp/bench   # tiny sizes "
         "(the smoke test)",
         "```",

@@ -206,6 +206,36 @@ OPERATOR: dict[tuple[str, str, str], str] = {
         "if tokens_to_remove < 0 and self.get_seq_length() > -1:",
         "core/NumberReplacer",
     ): "differs only for a layer holding no token, which `reset` leaves as it is (no states, quantized or not, a length of 0).",
+    (
+        "step2_history/cache_utils.py",
+        "if tokens_to_remove < -1:",
+        "core/NumberReplacer",
+    ): "`crop(-1)` of plain dynamic layers then takes the general path (each layer's check, which a `DynamicLayer` passes, then its `crop`): the same slices, one call per layer more.",
+    (
+        "step2_history/cache_utils.py",
+        "stop = tokens_to_remove if tokens_to_remove > -(2** 61) else -(2**62)",
+        "core/NumberReplacer",
+    ): "removals in `[-(2**62), -(2**61)]` become `-(2**62)`: both empty any layer (no layer holds 2**61 tokens), and neither is truncated by torch.",
+    (
+        "step2_history/cache_utils.py",
+        "stop = tokens_to_remove if tokens_to_remove > -(2** 63) else -(2**62)",
+        "core/NumberReplacer",
+    ): "removals in `(-(2**63), -(2**62)]` fit in 64 bits: the slice empties the layer without a warning, as the clamped one does.",
+    (
+        "step2_history/cache_utils.py",
+        "stop = tokens_to_remove if tokens_to_remove > -(2**62) else -(2** 61)",
+        "core/NumberReplacer",
+    ): "a stop of `-(2**61)` or `-(2**62)` is before the first token of any tensor: the same empty slice, and neither is truncated (with a warning) by torch.",
+    (
+        "step2_history/cache_utils.py",
+        "stop = tokens_to_remove if tokens_to_remove > -(2**62) else -(2** 63)",
+        "core/NumberReplacer",
+    ): "`-(2**63)` still fits in 64 bits: the same empty slice, without a warning.",
+    (
+        "step2_history/cache_utils.py",
+        "stop = tokens_to_remove if tokens_to_remove >= -(2**62) else -(2**62)",
+        "core/ReplaceComparisonOperator_Gt_GtE",
+    ): "at `tokens_to_remove == -(2**62)` both branches give the stop `-(2**62)`.",
 }
 
 SEMANTIC: dict[tuple[str, str, str], str] = {
@@ -554,4 +584,24 @@ SEMANTIC: dict[tuple[str, str, str], str] = {
         "DynamicLayer.crop: swapped: self.keys = keys <-> self.values = self.values[..., :tokens_to_remove, :]",
         "semantic/swap",
     ): "two independent assignments: the values are sliced from `self.values` either way, and nothing reads `self.keys` in between.",
+    (
+        "step2_history/cache_utils.py",
+        "Cache.crop: deleted: if tokens_to_remove < 0: for layer in layers: if type(layer) is not DynamicLayer: break e…",
+        "semantic/delete",
+    ): "the fast path for plain dynamic layers only saves calls: without it they take the general path (each layer's check, which a `DynamicLayer` passes, then its `crop`), with the same slices.",
+    (
+        "step2_history/cache_utils.py",
+        "Cache.crop: swapped: if tokens_to_remove < 0: for layer in layers: if type(layer… <-> if tokens_to_remove: for layer in layers: layer._check_crop…",
+        "semantic/swap",
+    ): "the checks then run before the fast path: every check passes for plain dynamic layers, and for any other cache the fast path is skipped, so the same layers are cropped the same way.",
+    (
+        "step2_history/cache_utils.py",
+        "Cache.crop: deleted: for layer in layers: if type(layer) is not DynamicLayer: break else: stop = tokens_to_rem…",
+        "semantic/delete",
+    ): "the fast path for plain dynamic layers only saves calls: without it they take the general path (each layer's check, which a `DynamicLayer` passes, then its `crop`), with the same slices.",
+    (
+        "step2_history/cache_utils.py",
+        "Cache.crop: swapped: layer.keys = keys <-> layer.values = layer.values[..., :stop, :]",
+        "semantic/swap",
+    ): "two independent assignments: the values are sliced from `layer.values` either way, and nothing reads `layer.keys` in between.",
 }

@@ -116,7 +116,9 @@ class CropClampTest(unittest.TestCase):
         cache = DynamicCache(config=LlamaConfig(num_hidden_layers=2, hidden_size=8, num_attention_heads=1, head_dim=8))
         cache.early_initialization(1, 1, 1, torch.float64, torch.device("cpu"))
         cache.update(_tokens(0, 3), _tokens(0, 3), 1)
-        cache.crop(removal)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            cache.crop(removal)
         self.assertEqual(cache.layers[0].get_seq_length(), 0)
         self.assertEqual(cache.layers[1].keys[0, 0, :, 0].tolist(), [1.0, 2.0, 3.0][: max(3 + removal, 0)])
 
