@@ -217,6 +217,42 @@ class CropTestCase(unittest.TestCase):
             else:
                 self.assertEqual(value, expected, name)
 
+    def assertRefusesPartialCropsButRollsBackFully(self, cache, hybrid):
+        """
+        Not recording, the conv states of `hybrid` (the last layer of `cache`) cannot remove a token: the refusal changes
+        no layer, not even the ones checked before it. Removing every token is a full rollback, which resets them.
+        """
+        for layer in cache.layers:
+            _fill(layer, 2)
+        hybrid.update_conv_state(_conv_inputs(0, 2), conv_kernel_size=KERNEL)
+        before = [_snapshot(layer) for layer in cache.layers]
+        with self.assertRaisesRegex(RuntimeError, "does not record"):
+            cache.crop(-1)
+        for layer, snapshot in zip(cache.layers, before):
+            self.assertUnchanged(layer, snapshot)
+
+        cache.crop(-2)
+        self.assertFalse(hybrid.has_previous_state[0])
+
+    def assertHybridLayerKeepsItsFirstToken(self, make_layer):
+        """
+        With a conv kernel of 1, the recorded conv states of a hybrid layer can remove all but the first token: a partial
+        crop, not a full rollback, through the Cache and on the layer itself.
+        """
+        for through_cache in (True, False):
+            layer = make_layer()
+            cache = Cache(layers=[layer])
+            cache.activate_past_recording()
+            _fill(layer, 3)
+            layer.update_conv_state(_conv_inputs(0, 3), conv_kernel_size=1)
+            (cache if through_cache else layer).crop(-2)
+            self.assertEqual(int(layer.get_seq_length()), 1)
+            # A static layer keeps all its slots: the first one holds the kept token
+            keys = layer.keys[:, :, :1] if isinstance(layer, StaticLayer) else layer.keys
+            self.assertExactlyEqual(keys, _tokens(0, 1))
+            self.assertTrue(layer.has_previous_state[0])
+            self.assertExactlyEqual(layer.conv_states[0], _conv_inputs(0, 1))
+
 
 @require_torch
 class DynamicLayersCropTest(CropTestCase):
@@ -590,44 +626,22 @@ class CacheCropTest(CropTestCase):
 
     @parameterized.expand([("full",), ("sliding",)])
     def test_hybrid_layer_refusal_changes_no_layer_but_a_full_rollback_is_honoured(self, name):
-        # Not recording, the conv states of the hybrid layer cannot remove a token: the attention layer checked before it
-        # keeps its tokens too. Removing all of them is a full rollback, which resets the conv states instead
         if name == "full":
             hybrid = LinearAttentionAndFullAttentionLayer()
         else:
             hybrid = LinearAttentionAndSlidingWindowAttentionLayer(sliding_window=WINDOW)
         cache = Cache(layers=[DynamicLayer(), hybrid])
-        for layer in cache.layers:
-            _fill(layer, 2)
-        hybrid.update_conv_state(_conv_inputs(0, 2), conv_kernel_size=KERNEL)
-        before = [_snapshot(layer) for layer in cache.layers]
-        with self.assertRaisesRegex(RuntimeError, "does not record"):
-            cache.crop(-1)
-        for layer, snapshot in zip(cache.layers, before):
-            self.assertUnchanged(layer, snapshot)
-
-        cache.crop(-2)
+        self.assertRefusesPartialCropsButRollsBackFully(cache, hybrid)
         self.assertEqual([int(layer.get_seq_length()) for layer in cache.layers], [0, 0])
-        self.assertFalse(hybrid.has_previous_state[0])
 
     @parameterized.expand([("full",), ("sliding",)])
     def test_hybrid_layer_keeps_its_first_token(self, name):
-        # With a conv kernel of 1, the recorded conv states can remove all but the first token: a partial crop, not a
-        # full rollback, through the Cache and on the layer itself
-        for through_cache in (True, False):
-            if name == "full":
-                layer = LinearAttentionAndFullAttentionLayer()
-            else:
-                layer = LinearAttentionAndSlidingWindowAttentionLayer(sliding_window=WINDOW)
-            cache = Cache(layers=[layer])
-            cache.activate_past_recording()
-            _fill(layer, 3)
-            layer.update_conv_state(_conv_inputs(0, 3), conv_kernel_size=1)
-            (cache if through_cache else layer).crop(-2)
-            self.assertEqual(int(layer.get_seq_length()), 1)
-            self.assertExactlyEqual(layer.keys, _tokens(0, 1))
-            self.assertTrue(layer.has_previous_state[0])
-            self.assertExactlyEqual(layer.conv_states[0], _conv_inputs(0, 1))
+        if name == "full":
+            self.assertHybridLayerKeepsItsFirstToken(LinearAttentionAndFullAttentionLayer)
+        else:
+            self.assertHybridLayerKeepsItsFirstToken(
+                lambda: LinearAttentionAndSlidingWindowAttentionLayer(sliding_window=WINDOW)
+            )
 
     @parameterized.expand([(-3, 2), (-5, 0), (-9, 0)])
     def test_linear_attention_layers_follow_the_longest_attention_layer(self, tokens_to_remove, expected_length):
@@ -1027,47 +1041,28 @@ class StaticLayersCropTest(CropTestCase):
 
     @parameterized.expand([("full",), ("sliding",)])
     def test_static_hybrid_layer_refusal_changes_no_layer_but_a_full_rollback_is_honoured(self, name):
-        # `Cache.crop` reads the length of the static hybrid layer for its check: not recording, its conv states cannot
-        # remove a token (the static layer checked before it keeps its tokens too), but they can be reset
+        # `Cache.crop` reads the length of the static hybrid layer for its check
         if name == "full":
             hybrid = LinearAttentionAndStaticFullAttentionLayer(max_cache_len=MAX_CACHE_LEN)
         else:
             hybrid = LinearAttentionAndStaticSlidingWindowAttentionLayer(max_cache_len=WINDOW, sliding_window=WINDOW)
         cache = Cache(layers=[StaticLayer(max_cache_len=MAX_CACHE_LEN), hybrid])
-        for layer in cache.layers:
-            _fill(layer, 2)
-        hybrid.update_conv_state(_conv_inputs(0, 2), conv_kernel_size=KERNEL)
-        before = [_snapshot(layer) for layer in cache.layers]
-        with self.assertRaisesRegex(RuntimeError, "does not record"):
-            cache.crop(-1)
-        for layer, snapshot in zip(cache.layers, before):
-            self.assertUnchanged(layer, snapshot)
-
-        cache.crop(-2)
+        self.assertRefusesPartialCropsButRollsBackFully(cache, hybrid)
         for layer in cache.layers:
             self.assertLayerHolds(layer, 0)
-        self.assertFalse(hybrid.has_previous_state[0])
 
     @parameterized.expand([("full",), ("sliding",)])
     def test_static_hybrid_layer_keeps_its_first_token(self, name):
-        # With a conv kernel of 1, the recorded conv states can remove all but the first token: a partial crop, not a
-        # full rollback, through the Cache and on the layer itself
-        for through_cache in (True, False):
-            if name == "full":
-                layer = LinearAttentionAndStaticFullAttentionLayer(max_cache_len=MAX_CACHE_LEN)
-            else:
-                layer = LinearAttentionAndStaticSlidingWindowAttentionLayer(
+        if name == "full":
+            self.assertHybridLayerKeepsItsFirstToken(
+                lambda: LinearAttentionAndStaticFullAttentionLayer(max_cache_len=MAX_CACHE_LEN)
+            )
+        else:
+            self.assertHybridLayerKeepsItsFirstToken(
+                lambda: LinearAttentionAndStaticSlidingWindowAttentionLayer(
                     max_cache_len=MAX_CACHE_LEN, sliding_window=MAX_CACHE_LEN
                 )
-            cache = Cache(layers=[layer])
-            cache.activate_past_recording()
-            _fill(layer, 3)
-            layer.update_conv_state(_conv_inputs(0, 3), conv_kernel_size=1)
-            (cache if through_cache else layer).crop(-2)
-            self.assertEqual(int(layer.get_seq_length()), 1)
-            self.assertExactlyEqual(layer.keys[:, :, :1], _tokens(0, 1))
-            self.assertTrue(layer.has_previous_state[0])
-            self.assertExactlyEqual(layer.conv_states[0], _conv_inputs(0, 1))
+            )
 
     @parameterized.expand([("full",), ("sliding",)])
     def test_static_hybrid_layer_not_recording_is_not_croppable(self, name):
