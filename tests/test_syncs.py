@@ -154,3 +154,15 @@ def test_compiled_static_decode_step_keeps_running_after_crops():
             cache.crop(argument)
             reference.crop(argument)
     assert len(compiled_graphs) == 1
+
+
+@pytest.mark.parametrize("kind", ["static", "static_sliding"])
+def test_crop_zero_of_static_layers_launches_no_kernel(kind):
+    """`generate` calls `crop(0)` after every forward: on static layers it changes nothing, so it dispatches no op."""
+    cache = _filled(kind)
+    if TARGET == "v5_14":
+        pytest.skip("on 5.14 `crop(0)` is a full rollback")
+    with SyncCounter() as counter:
+        cache.crop(0)
+    assert counter.ops == []
+    assert int(cache.get_seq_length()) == 10

@@ -125,7 +125,8 @@ STEPS = (
             "from a state that misses the last accepted token (on the first round, an all-zero state).\n\n"
             + HISTORY_REPRODUCTION
             + "\n\nWith this PR that crop raises a `ValueError` (the state after the first token was never handed "
-            "over) and assisted decoding records `N + 1` states, so that it restores `tensor([[1.]])`. The layer counts the tokens of each forward on the host (no device sync) and keeps the state from "
+            "over) and assisted decoding records `N + 1` states, so that it restores `tensor([[1.]])`. A recording layer counts the tokens of each forward on the host (no device sync; "
+            "not while it does not record, so that a compiled forward is not recompiled every step) and keeps the state from "
             "before it only when it is adjacent to the per-token states; the history holds at most "
             "`recurrent_states_to_keep` states per state (one list each), is cleared by `reset` and restored in "
             "place. `crop` clamps, and refuses before anything changes what it cannot undo (`Cache.crop` asks every "

@@ -680,12 +680,12 @@ class RefusedCropTest(unittest.TestCase):
         before = (
             int(layer.get_seq_length()),
             layer.keys.clone(),
-            layer.num_tokens_linear,
+            int(layer.cumulative_length_linear),
             layer.conv_states[0].clone(),
         )
         with self.assertRaisesRegex((ValueError, RuntimeError), error):
             layer.crop(removal)
-        after = (int(layer.get_seq_length()), layer.keys, layer.num_tokens_linear, layer.conv_states[0])
+        after = (int(layer.get_seq_length()), layer.keys, int(layer.cumulative_length_linear), layer.conv_states[0])
         self.assertEqual((after[0], after[2]), (before[0], before[2]))
         self.assertTrue(torch.equal(after[1], before[1]) and torch.equal(after[3], before[3]))
 

@@ -101,6 +101,9 @@ class StaticLayer:
             raise RuntimeError(
                 "Static layers can only be cropped by passing a negative int, to specify how many tokens to remove"
             )
+        # `generate` calls `crop(0)` after every forward: it launches no kernel
+        if tokens_to_remove == 0:
+            return
         # Note that we do not touch the actual `keys` and `values` tensors, we simply take care of updating `cumulative_length` so that
         # the next `update` will overwrite the stale states
         # Note that has to be performed in-place, as we have a static address that we need to keep, and without reading it on the host
@@ -125,5 +128,5 @@ class StaticIndexedLayer:
         Remove `tokens_to_remove` tokens from the current cache layer.
         """
         super().crop(tokens_to_remove)
-        if self.is_indexer_initialized:
+        if self.is_indexer_initialized and tokens_to_remove:
             self.indexer_cumulative_length.sub_(min(-tokens_to_remove, self.max_cache_len)).clamp_(min=0)

@@ -4,8 +4,10 @@
 #
 # The history of a state is a list whose element `-k` is the recurrent state after removing the last `k` tokens. A
 # forward of `L` tokens hands over the states after its last `M = min(N, L)` tokens; the state from before the forward is
-# a rollback point only when `M == L` (otherwise the tokens in between have no state), so a layer counts the tokens of
-# each forward on the host (no device sync) to know. The history keeps at most `N` states per recurrent state.
+# a rollback point only when `M == L` (otherwise the tokens in between have no state), so a recording layer counts the
+# tokens of each forward on the host (no device sync) to know. The history keeps at most `N` states per recurrent state.
+# The host count moves only while recording: a compiled forward guards on it, and a count that changed every decode step
+# would recompile it every step (recording makes the layer non-compileable anyway).
 #
 # Each class below is named like the upstream class it changes and holds only the methods this step adds or replaces;
 # the patcher installs them on the upstream classes at runtime and the exporter transplants them into upstream's file.
@@ -52,7 +54,8 @@ class LinearAttentionCacheLayerMixin:
         self.conv_kernel_size = dict.fromkeys(range(number_of_states))
         # We name it differently than attention cache so that hybrid linear+full attention layers do not collide on it
         self.cumulative_length_linear = torch.tensor(0, dtype=int)
-        # The same count on the host, to know it without a device sync, and the count each recurrent state is at
+        # The same count on the host while recording, to know it without a device sync, and the count each recurrent
+        # state is at
         self.num_tokens_linear = 0
         self.recurrent_states_num_tokens = dict.fromkeys(range(number_of_states), 0)
         self.device = None
@@ -100,6 +103,10 @@ class LinearAttentionCacheLayerMixin:
         """
         if recurrent_states_to_keep is None:
             recurrent_states_to_keep = self.recurrent_states_to_keep or 1
+        if not self.record_past:
+            # The host count stood still while not recording
+            self.num_tokens_linear = self._num_tokens()
+            self.recurrent_states_num_tokens = dict.fromkeys(range(self.number_of_states), self.num_tokens_linear)
         self.record_past = True
         self.recurrent_states_to_keep = recurrent_states_to_keep
 
@@ -112,9 +119,11 @@ class LinearAttentionCacheLayerMixin:
             raise RuntimeError(
                 "Linear attention layers can only be cropped by passing a negative int, to specify how many tokens to remove"
             )
-        num_tokens = self.num_tokens_linear
+        if tokens_to_remove == 0:
+            return
+        num_tokens = self._num_tokens()
         tokens_to_remove = -tokens_to_remove
-        if tokens_to_remove == 0 or tokens_to_remove >= num_tokens:
+        if tokens_to_remove >= num_tokens:
             return
         for i in range(self.number_of_states):
             # The conv states hold the last `conv_states.shape[-1]` tokens (zeros before the first one): the `conv_kernel_size`
@@ -123,14 +132,23 @@ class LinearAttentionCacheLayerMixin:
                 stored = self.conv_states[i].shape[-1]
                 if tokens_to_remove > stored - self.conv_kernel_size[i] and num_tokens > stored:
                     available, what = stored - self.conv_kernel_size[i], "conv states"
-                    raise ValueError(self._crop_refusal(i, what, tokens_to_remove, available))
+                    raise ValueError(self._crop_refusal(i, what, tokens_to_remove, num_tokens, available))
             if self.is_recurrent_states_initialized[i] and len(self.recurrent_states_history[i]) < tokens_to_remove:
                 available, what = len(self.recurrent_states_history[i]), "recurrent states"
-                raise ValueError(self._crop_refusal(i, what, tokens_to_remove, available))
+                raise ValueError(self._crop_refusal(i, what, tokens_to_remove, num_tokens, available))
 
-    def _crop_refusal(self, state_idx: int, what: str, tokens_to_remove: int, available: int) -> str:
+    def _num_tokens(self) -> int:
+        """
+        The number of tokens this layer holds: counted on the host while recording, else read from the device (only if
+        tokens were added since the last reset).
+        """
+        if self.record_past:
+            return self.num_tokens_linear
+        return int(self.cumulative_length_linear) if any(self.has_previous_state.values()) else 0
+
+    def _crop_refusal(self, state_idx: int, what: str, tokens_to_remove: int, num_tokens: int, available: int) -> str:
         return (
-            f"Cannot remove {tokens_to_remove} of the {self.num_tokens_linear} tokens of a `{self.__class__.__name__}`: its "
+            f"Cannot remove {tokens_to_remove} of the {num_tokens} tokens of a `{self.__class__.__name__}`: its "
             f"{what} (state {state_idx}) can only be rolled back by {max(available, 0)} token(s), the ones recorded since the "
             "last `crop` (call `activate_past_recording(recurrent_states_to_keep=n)` before the tokens to remove are added, "
             "with `n` at least the number of tokens to remove). All of them can be removed (`crop(-cache.get_seq_length())`)."
@@ -144,14 +162,15 @@ class LinearAttentionCacheLayerMixin:
         the conv states to `conv_kernel_size`, and the history is emptied, so another partial crop needs another update first.
         """
         self._check_crop(tokens_to_remove)
-        tokens_to_remove = min(-tokens_to_remove, self.num_tokens_linear)
+        num_tokens = self._num_tokens() if tokens_to_remove else self.num_tokens_linear
+        tokens_to_remove = min(-tokens_to_remove, num_tokens)
         # Removing every token starts a new sequence
-        if tokens_to_remove > 0 and tokens_to_remove == self.num_tokens_linear:
+        if tokens_to_remove > 0 and tokens_to_remove == num_tokens:
             LinearAttentionCacheLayerMixin.reset(self)
             return
         # Update the length (`crop(0)`, which `generate` calls after every step, changes no tensor)
         if tokens_to_remove > 0:
-            self.num_tokens_linear -= tokens_to_remove
+            self.num_tokens_linear = num_tokens - tokens_to_remove
             # In place (a static address), from the host count: `sub_` would allocate its scalar operand as a tensor
             self.cumulative_length_linear.fill_(self.num_tokens_linear)
         for i in range(self.number_of_states):
@@ -180,7 +199,8 @@ class LinearAttentionCacheLayerMixin:
         """
         if state_idx == 0:
             self.cumulative_length_linear.add_(1)
-            self.num_tokens_linear += 1
+            if self.record_past:
+                self.num_tokens_linear += 1
 
 
 class LinearAttentionLayer:
@@ -203,9 +223,11 @@ class LinearAttentionLayer:
             self.lazy_initialization(conv_states=conv_states, state_idx=state_idx, conv_kernel_size=conv_kernel_size)
         num_new_tokens = conv_states.shape[-1]
         if state_idx == 0:
-            # The length on the device (read by compiled code) and on the host (read by `crop`, without a device sync)
+            # The length on the device (read by compiled code) and, while recording, on the host (read by `crop` without a
+            # device sync; a host count that changes every step would make a compiled forward recompile every step)
             self.cumulative_length_linear.add_(num_new_tokens)
-            self.num_tokens_linear += num_new_tokens
+            if self.record_past:
+                self.num_tokens_linear += num_new_tokens
 
         kernel_size = self.conv_kernel_size[state_idx]
         if self.has_previous_state[state_idx]:
@@ -247,10 +269,10 @@ class LinearAttentionLayer:
         if not self.is_recurrent_states_initialized[state_idx]:
             self.lazy_initialization(recurrent_states=recurrent_states, state_idx=state_idx)
         per_token = not isinstance(recurrent_states, torch.Tensor)
-        # The tokens of this forward, counted by the conv update that precedes this one in every model
-        num_new_tokens = self.num_tokens_linear - self.recurrent_states_num_tokens[state_idx]
-        self.recurrent_states_num_tokens[state_idx] = self.num_tokens_linear
         if self.record_past:
+            # The tokens of this forward, counted by the conv update that precedes this one in every model
+            num_new_tokens = self.num_tokens_linear - self.recurrent_states_num_tokens[state_idx]
+            self.recurrent_states_num_tokens[state_idx] = self.num_tokens_linear
             self._extend_history(state_idx, list(recurrent_states[:-1]) if per_token else [], num_new_tokens)
         self.recurrent_states[state_idx].copy_(recurrent_states[-1] if per_token else recurrent_states)
         return self.recurrent_states[state_idx]
