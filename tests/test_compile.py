@@ -14,40 +14,11 @@ import torch
 
 import cache_crop_fix
 from tests.compat import CACHE_KWARG, TARGET
+from tests.tiny_models import tiny_qwen3_next
 
 
 DECODE_STEPS = 12
 PROMPT_LENGTH = 5
-
-
-def _model():
-    from transformers import Qwen3NextConfig, Qwen3NextForCausalLM
-
-    config = Qwen3NextConfig(
-        vocab_size=64,
-        hidden_size=32,
-        num_hidden_layers=2,
-        intermediate_size=64,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=8,
-        linear_num_value_heads=2,
-        linear_num_key_heads=2,
-        linear_key_head_dim=8,
-        linear_value_head_dim=8,
-        linear_conv_kernel_dim=4,
-        layer_types=["linear_attention", "full_attention"],
-        num_experts=4,
-        num_experts_per_tok=2,
-        moe_intermediate_size=16,
-        shared_expert_intermediate_size=16,
-        decoder_sparse_step=1,
-        bos_token_id=None,
-        eos_token_id=None,
-        pad_token_id=None,
-    )
-    torch.manual_seed(0)
-    return Qwen3NextForCausalLM(config).eval()
 
 
 def _compiled_frames(model, kind: str, record: bool) -> int:
@@ -85,7 +56,7 @@ def _compiled_frames(model, kind: str, record: bool) -> int:
 def test_compiled_hybrid_decode_compiles_as_on_stock(kind, record):
     if record and TARGET.name == "v5_14" and kind == "static":
         pytest.skip("5.14 static caches cannot record their past (stock `crop` raises on them)")
-    model = _model()
+    model = tiny_qwen3_next()
     cache_crop_fix.revert()
     try:
         stock = _compiled_frames(model, kind, record)

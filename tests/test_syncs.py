@@ -166,3 +166,30 @@ def test_crop_zero_of_static_layers_launches_no_kernel(kind):
         cache.crop(0)
     assert counter.ops == []
     assert int(cache.get_seq_length()) == 10
+
+
+@pytest.mark.parametrize("record", [False, True], ids=["plain", "recording"])
+@pytest.mark.parametrize("kind", ["static", "dynamic"])
+def test_hybrid_forward_makes_no_host_sync(kind, record):
+    """A linear attention layer's update never reads a device tensor on the host: a Qwen3-Next prefill, then a decode
+    step, make no sync (issue 33; a layer that read its count back from its tensor made 2 per forward)."""
+    from tests.compat import CACHE_KWARG
+    from tests.tiny_models import tiny_qwen3_next
+    from transformers import DynamicCache, StaticCache
+
+    model = tiny_qwen3_next()
+    if kind == "static":
+        cache = StaticCache(config=model.config, max_cache_len=16)
+    else:
+        cache = DynamicCache(config=model.config)
+    if record:
+        cache.activate_past_recording(**({"recurrent_states_to_keep": 2} if TARGET == "v5_25" else {}))
+    input_ids = torch.arange(6).unsqueeze(0)
+    with torch.no_grad():
+        prefill = count_syncs(lambda: model(input_ids[:, :5], use_cache=True, **{CACHE_KWARG: cache}))
+        position = torch.tensor([5])
+        decode = count_syncs(
+            lambda: model(input_ids[:, 5:], use_cache=True, cache_position=position, **{CACHE_KWARG: cache})
+        )
+    assert (prefill, decode) == (0, 0)
+    assert int(cache.get_seq_length()) == 6
