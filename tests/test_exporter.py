@@ -595,6 +595,44 @@ def test_export_writes_a_patch_and_a_short_pr_text_per_step(synthetic):
     assert report.series.read_text().count("Subject: [PATCH") == 2
 
 
+def test_fork_steps_are_on_the_fork_branch_only(synthetic):
+    """A fork step is committed on the fork branch after the series: no pull request text, its own commit message, and
+    the upstream series' mbox leaves it out."""
+    _, _, _, export = synthetic
+    upstream = export()
+    fork_step = dataclasses.replace(upstream.target.steps[1], kind="fork")
+    report = export(target=dataclasses.replace(upstream.target, steps=(upstream.target.steps[0], fork_step)))
+    assert report.steps[0].pr.exists() and report.steps[1].pr is None
+    assert not upstream.steps[1].pr.exists()  # the text written when it was a pull request is gone
+    assert "Part 1 of 1 of the fix for #47433" in report.steps[0].pr.read_text()
+    assert "Fork only (`fix-cache-crop`)" in report.steps[1].commit.patch.read_text()
+    assert report.series.read_text().count("Subject: [PATCH") == 2
+    series = report.series.with_name("fix-cache-crop-upstream.patch").read_text()
+    assert series.count("Subject: [PATCH") == 1 and "Fork only" not in series
+    assert "  fork     fix-cache-crop-2-model" in exporter.summary(report)
+
+
+def test_a_main_stack_follows_the_closed_issue_up(synthetic):
+    # On `main`, #47433 is closed (it was reported against 5.14): its texts neither fix it nor call themselves its fix
+    _, _, _, export = synthetic
+    target = dataclasses.replace(export().target, closes_issue=False)
+    text = export(target=target).steps[0].pr.read_text()
+    assert "Part 1 of 2 of a follow-up to #47720 / #47433." in text and "Fixes #47433" not in text
+
+
+def test_fork_steps_must_follow_the_upstream_steps(synthetic):
+    _, _, _, export = synthetic
+    target = export().target
+    first_fork = (dataclasses.replace(target.steps[0], kind="fork"), target.steps[1])
+    with pytest.raises(exporter.ExportError, match="the upstream steps must come first"):
+        export(target=dataclasses.replace(target, steps=first_fork))
+
+
+def test_a_step_kind_is_upstream_or_fork():
+    with pytest.raises(ValueError, match="kind 'patch' is not one of upstream, fork"):
+        Step("step1_x", "1-x", "X", kind="patch")
+
+
 def test_a_backport_stack_points_to_the_main_stack(synthetic):
     # Every pull request lands on upstream `main` first: a backport's texts say which stack goes first
     _, _, _, export = synthetic

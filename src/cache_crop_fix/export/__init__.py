@@ -8,7 +8,11 @@ The stages, one module each, in order:
 4. `format`     ruff with the base's own settings; check that a step changes nothing but what it owns
 5. `commit`     one commit and branch per step, on top of the previous one; one patch each in `dist/<target>/`
 6. `verify`     a wheel per step in an isolated venv: its tests and the earlier steps' pass, its own fail before it
-7. `pr_text`    one short pull request text per step
+7. `pr_text`    one short pull request text per upstream step
+
+Two deliveries come out of one target: the upstream series (the target's `upstream` steps: branches, patches, one mbox
+and pull request texts) and the fork branch `fix-cache-crop` (the series, then the `fork` steps, then a commit that
+versions it), which people install.
 
 `utils/export_upstream_branch.py` (and `make branch`) is the entry point: `main` below.
 """
@@ -46,7 +50,7 @@ class StepReport:
     changes: dict[str, FileChange]
     ruff: RuffReport
     notes: list[str]
-    pr: Path
+    pr: Path | None  # the pull request text (`None` for a fork step)
     pr_lines: int  # outside `<details>`
     verification: StepVerification | None = None
 
@@ -115,13 +119,22 @@ def export(
         problems = check_minimal(changes)
         if problems:
             raise ExportError(f"step {plan.branch} would change more than it owns:\n  " + "\n  ".join(problems))
-        message = commit_message(plan, len(stack.steps))
+        message = commit_message(plan, len(stack.target.upstream_steps))
         commit = commit_step(the_base.repo, parent, changes, message, plan.branch, identity, date, dist)
         sources.update({path: change.source for path, change in changes.items()})
-        steps.append(StepReport(plan, commit, changes, ruff, notes, dist / f"PR-{plan.step.branch}.md", 0))
+        pr = dist / f"PR-{plan.step.branch}.md"
+        if not plan.upstream:
+            pr.unlink(missing_ok=True)  # a fork step is no pull request (it may have been one in an earlier table)
+        steps.append(StepReport(plan, commit, changes, ruff, notes, pr if plan.upstream else None, 0))
         parent = commit.commit
     series, fork_version = finish_stack(
-        the_base.repo, [step.commit for step in steps], dist, the_base.is_sdist, identity, date
+        the_base.repo,
+        [step.commit for step in steps],
+        len(stack.target.upstream_steps),
+        dist,
+        the_base.is_sdist,
+        identity,
+        date,
     )
 
     stored = build_dir / target.name / "verify" / "report.json"
@@ -145,6 +158,8 @@ def export(
             verification = VerifyReport([StepVerification(**step) for step in previous["steps"]], previous["seconds"])
     for index, step in enumerate(steps):
         step.verification = verification.steps[index] if verification else None
+        if step.pr is None:
+            continue
         text = pr_text(step.plan, stack.steps, step.commit, step.ruff, step.verification, the_base, stack.target)
         write_if_changed(step.pr, text)
         step.pr_lines = lines_outside_details(text)
@@ -178,7 +193,7 @@ def summary(report: ExportReport) -> str:
         commit = step.commit
         state = "new" if commit.created else "up to date"
         line = (
-            f"  {commit.branch:<28} {commit.commit[:10]} ({state}) {len(commit.files)} files "
+            f"  {step.plan.step.kind:<8} {commit.branch:<28} {commit.commit[:10]} ({state}) {len(commit.files)} files "
             f"+{commit.added}/-{commit.removed}, ruff {'clean' if step.ruff.ok else 'FAILED'}"
         )
         if step.verification is not None:
@@ -198,9 +213,11 @@ def summary(report: ExportReport) -> str:
         if step.verification is not None:
             lines += [f"  problem ({step.commit.branch}): {problem}" for problem in step.verification.problems]
     dist = report.series.parent
+    upstream = [step for step in report.steps if step.pr is not None]
     lines += [
-        f"patches: {dist}/{BRANCH}-<step>.patch, the whole series: {report.series}",
-        f"pull request texts: {dist}/PR-<step>.md ({max(step.pr_lines for step in report.steps)} lines at most "
+        f"patches: {dist}/{BRANCH}-<step>.patch; the upstream series ({len(upstream)} pull requests): "
+        f"{dist}/{BRANCH}-upstream.patch; the fork branch's steps: {report.series}",
+        f"pull request texts: {dist}/PR-<step>.md ({max(step.pr_lines for step in upstream)} lines at most "
         "outside <details>)",
         f"author: {report.author[0]} <{report.author[1]}>"
         + (
@@ -219,7 +236,8 @@ def summary(report: ExportReport) -> str:
         when = f"{report.verification.seconds:.0f} s" if report.verified_now else "not run now: the last one"
         lines.append(f"verification ({when}): " + ("OK" if report.verification.ok else "FAILED"))
     lines += [
-        f"fork branch {BRANCH}: the top step and one commit that versions it transformers {report.fork_version}",
+        f"fork branch {BRANCH}: the series, {len(report.steps) - len(upstream)} fork step(s) and one commit that versions "
+        f"it transformers {report.fork_version}",
         f'install the top of the stack: pip install "git+file://{base.repo}@{BRANCH}"',
         f"total: {report.seconds:.0f} s",
     ]

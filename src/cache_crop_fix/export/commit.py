@@ -134,11 +134,18 @@ def version_fork(repo: Path, top: StepCommit, author: tuple[str, str], date: str
 
 
 def finish_stack(
-    repo: Path, commits: list[StepCommit], dist_dir: Path, check_out: bool, author: tuple[str, str], date: str
+    repo: Path,
+    commits: list[StepCommit],
+    num_upstream: int,
+    dist_dir: Path,
+    check_out: bool,
+    author: tuple[str, str],
+    date: str,
 ) -> tuple[Path, str]:
-    """Points `fix-cache-crop` at the fork branch's version commit on top of the stack, writes the whole series (the
-    pull requests' commits, without that one) as one mbox (`git am` applies it), and checks the top branch out when
-    the repository is ours (the sdist's). Returns the series and the fork branch's local version."""
+    """Points `fix-cache-crop` at the fork branch's version commit on top of the stack, writes the fork branch's steps
+    (every commit, without that one) and the upstream series (its first `num_upstream` commits) as one mbox each (`git
+    am` applies them), and checks the top branch out when the repository is ours (the sdist's). Returns the fork
+    branch's mbox and its local version."""
     top = commits[-1]
     fork, version = version_fork(repo, top, author, date)
     if rev(repo, f"refs/heads/{BRANCH}") != fork:
@@ -146,6 +153,7 @@ def finish_stack(
     if check_out and git(repo, "symbolic-ref", "-q", "HEAD", check=False).strip() != f"refs/heads/{BRANCH}":
         git(repo, "checkout", "-q", BRANCH)
     series = dist_dir / f"{BRANCH}.patch"
-    stack_range = f"{commits[0].parent}..{top.commit}"
-    write_if_changed(series, git(repo, "format-patch", "--stdout", "--no-signature", stack_range))
+    for path, last in ((series, top), (dist_dir / f"{BRANCH}-upstream.patch", commits[num_upstream - 1])):
+        stack_range = f"{commits[0].parent}..{last.commit}"
+        write_if_changed(path, git(repo, "format-patch", "--stdout", "--no-signature", stack_range))
     return series, version

@@ -1,9 +1,10 @@
 """Stage 2: plan the stack, step by step, from the target's table (`cache_crop_fix.targets.<target>.STEPS`).
 
-Each step of the table becomes one commit, branch and pull request: it transplants its overlay package (`overlay/
-<target>/<step>/`) and adds its test classes (`Step.tests`) to upstream's test files. The plan checks, before anything
-is written, that the base is the release the target was written for, and that every test class of our upstream-style
-tests belongs to exactly one step.
+Each step of the table becomes one commit and branch: it transplants its overlay package (`overlay/<target>/<step>/`)
+and adds its test classes (`Step.tests`) to upstream's test files. The upstream steps are the pull requests of the
+series; the fork steps follow them, on the fork branch only. The plan checks, before anything is written, that the base
+is the release the target was written for, that the fork steps come after the upstream ones, and that every test class
+of our upstream-style tests belongs to exactly one step.
 """
 
 from __future__ import annotations
@@ -30,6 +31,11 @@ class StepPlan:
     @property
     def branch(self) -> str:
         return f"{BRANCH}-{self.step.branch}"
+
+    @property
+    def upstream(self) -> bool:
+        """Whether this step is a pull request of the upstream series (else it is on the fork branch only)."""
+        return self.step.upstream
 
     @property
     def test_classes(self) -> tuple[str, ...]:
@@ -89,6 +95,9 @@ def plan_stack(
             f"{len(target.steps)} steps in the table of {target.name}, {len(overlay_dirs)} overlay folders"
         )
     problems = []
+    kinds = [step.kind for step in target.steps]
+    if "upstream" not in kinds or kinds != sorted(kinds, key=lambda kind: kind != "upstream"):
+        problems.append(f"targets/{target.name}.py: the upstream steps must come first, the fork steps after them")
     if base.version is None or not target.supports(base.version):
         problems.append(
             f"the base is transformers {base.version or '(unknown version)'}, the fix is for {target.versions}"

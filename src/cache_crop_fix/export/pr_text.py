@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 
 from ..targets import Target, get_target
-from .base import Base
+from .base import BRANCH, Base
 from .commit import StepCommit
 from .format import RuffReport
 from .plan import StepPlan
@@ -21,12 +21,16 @@ AI_CHECKBOX = "- [ ] I confirm that this is not a pure code agent PR."
 
 
 def commit_message(plan: StepPlan, total: int) -> str:
+    """`total`: the number of pull requests of the upstream series; a fork step says it is not one of them."""
     # the reproductions go in the pull request text, not the commit message
     body = re.sub(r"\s*```python\n.*?```\s*", "\n\n", plan.step.summary, flags=re.DOTALL).strip()
     lines = [plan.step.title, "", *_wrap(body), ""]
     if plan.step.behaviour_changes:
         lines += ["Behaviour changes:", *(f"- {change}" for change in plan.step.behaviour_changes), ""]
-    lines.append(f"Part {plan.number} of {total} of the fix for #{ISSUE}.")
+    if plan.upstream:
+        lines.append(f"Part {plan.number} of {total} of the fix for #{ISSUE}.")
+    else:
+        lines.append(f"Fork only (`{BRANCH}`): not part of the {total} pull requests of the upstream series.")
     return "\n".join(lines) + "\n"
 
 
@@ -45,9 +49,14 @@ def pr_text(
     base: Base,
     target: Target,
 ) -> str:
+    """The text of an upstream step's pull request; `plans` are the pull requests of the series, in order."""
+    plans = [other for other in plans if other.upstream]
     total = len(plans)
     previous = plans[plan.number - 2].branch if plan.number > 1 else None
-    what = f"the fix for #{ISSUE}"
+    # On `main`, #47433 (reported against 5.14) is closed: the series follows it and #47720 (`tokens_to_remove`) up
+    what = (
+        f"the fix for #{ISSUE}" if target.closes_issue or target.backport_of else f"a follow-up to #47720 / #{ISSUE}"
+    )
     if target.backport_of:
         main = get_target(target.backport_of)
         what = f"the {target.label} of {what} (the stack for `main`, on transformers {main.sdist_version}, goes first)"

@@ -2,8 +2,16 @@
 
 A target names the transformers releases it supports, the PyPI sdist its fork branch is built on, the upstream source
 fingerprints of every method its overlay replaces, and its stack of steps: each step is an overlay package
-(`overlay/<name>/<step>/`) and becomes one commit and one pull request of the exported stack. The patcher installs
-every step of the target that matches the installed transformers; the exporter reads the same table.
+(`overlay/<name>/<step>/`) and becomes one commit of the exported stack. A step is for one of two deliveries (`kind`):
+
+- `"upstream"`: a pull request of the upstream series (its own branch, patch and pull request text), one concern, as
+  small as the failing `generate` case it fixes;
+- `"fork"`: kept on the fork branch people install (`fix-cache-crop`) and never proposed upstream: what fork users need
+  beyond the series (atomic pre-checks, refusal messages, fast paths, models `generate` cannot reach today).
+
+The fork steps come after the upstream ones, so that the series applies to `main` on its own and the fork branch is the
+series plus the fork steps. The patcher installs every step of the target that matches the installed transformers; the
+exporter reads the same table.
 """
 
 from __future__ import annotations
@@ -13,6 +21,9 @@ from dataclasses import dataclass, field
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
+
+
+STEP_KINDS = ("upstream", "fork")
 
 
 @dataclass(frozen=True)
@@ -28,6 +39,15 @@ class Step:
     api_tests: tuple[str, ...] = ()
     summary: str = ""  # what the pull request does and why (markdown)
     behaviour_changes: tuple[str, ...] = ()  # one markdown item each, for the pull request text
+    kind: str = "upstream"  # "upstream" (a pull request of the series) or "fork" (the fork branch only)
+
+    def __post_init__(self):
+        if self.kind not in STEP_KINDS:
+            raise ValueError(f"step {self.package}: kind {self.kind!r} is not one of {', '.join(STEP_KINDS)}")
+
+    @property
+    def upstream(self) -> bool:
+        return self.kind == "upstream"
 
 
 @dataclass(frozen=True)
@@ -51,6 +71,11 @@ class Target:
     @property
     def overlay_package(self) -> str:
         return f"cache_crop_fix.overlay.{self.name}"
+
+    @property
+    def upstream_steps(self) -> tuple[Step, ...]:
+        """The pull requests of the upstream series, in order (the fork steps follow them)."""
+        return tuple(step for step in self.steps if step.upstream)
 
     def step_packages(self) -> list[str]:
         return [f"{self.overlay_package}.{step.package}" for step in self.steps]

@@ -53,17 +53,6 @@ layer.crop(-1)
 print(layer.keys.shape[-2], layer.get_seq_length())  # 5.25.0: 1 3 (the window needs 3). With this PR: ValueError
 ```"""
 
-MINIMAX_REPRODUCTION = """\
-```python
-import torch
-from transformers.models.minimax_m3_vl.modeling_minimax_m3_vl import MiniMaxM3VLSparseStaticCacheLayer
-layer = MiniMaxM3VLSparseStaticCacheLayer(max_cache_len=8)
-layer.update(torch.ones(1, 1, 3, 1), torch.ones(1, 1, 3, 1))
-layer.update_index(torch.ones(1, 1, 3, 1))
-layer.crop(-5)
-print(layer.idx_cumulative_length)  # 5.25.0: tensor([-2]). With this PR: tensor([0])
-```"""
-
 OCR_REPRODUCTION = """\
 ```python
 import torch
@@ -95,19 +84,22 @@ STEPS = (
         "step1_clamp",
         "1-clamp",
         "Clamp oversized `crop` removals on every attention cache layer",
-        tests=("CropClampTest",),
+        tests=("CropClampTest", "MiniMaxM3VLSparseCacheCropTest"),
         summary=(
             "Removing more tokens than a layer holds is what a full rollback does (`crop(-cache.get_seq_length())` "
             "when layers differ in length), but only `DynamicLayer` handles it: `DynamicSlidingWindowLayer` and the "
             "static layers drive their counters negative, and the next `update` writes at a negative position.\n\n"
             + CLAMP_REPRODUCTION
             + "\n\nEach layer now clamps the removal to what it holds. The static counters stay sync-free: they move "
-            "in place (`sub_` then `clamp_(min=0)`), so `generate`'s `crop` still never waits for the device. A "
+            "in place (`sub_` then `clamp_(min=0)`), so `generate`'s `crop` still never waits for the device, and "
+            "`crop(0)` launches no kernel. MiniMax-M3-VL's sparse layers cut their index keys (dynamic) or roll their "
+            "indexer counter back (static) with the clamped key and value states. A "
             "dynamic layer that holds no token yet (the empty 1-D states `early_initialization` leaves, as for "
             "`torch.export`) is left as it is instead of raising an `IndexError`."
         ),
         behaviour_changes=(
-            "Removing more tokens than a layer holds empties it (sliding-window and static counters went negative).",
+            "Removing more tokens than a layer holds empties it (sliding-window, static and MiniMax-M3-VL indexer counters "
+            "went negative).",
             "Cropping a dynamic layer initialized without tokens (`early_initialization`) does nothing (it raised an "
             "`IndexError`).",
         ),
@@ -148,10 +140,26 @@ STEPS = (
         ),
     ),
     Step(
-        "step3_refuse",
-        "3-refuse",
+        "step3_ocr",
+        "3-ocr",
+        "Crop the prefill tokens of UnlimitedOcr's static reference sliding-window layer",
+        tests=("UnlimitedOcrStaticCropTest",),
+        summary=(
+            "`UnlimitedOcrStaticReferenceSlidingWindowLayer` inherits `StaticSlidingWindowLayer.crop`, which only "
+            "rolls the sliding-window part back: removing more tokens than were decoded kept the prefill (reference) "
+            "tokens, so `get_seq_length()` stayed at the prefill length after a full rollback and the next prompt was "
+            "appended to the old one.\n\n"
+            + OCR_REPRODUCTION
+            + "\n\nIt now removes the sliding tokens first, then the prefill ones (moving the "
+            "write position back, as `StaticLayer.crop` does); the next tokens fill the prefill again."
+        ),
+        behaviour_changes=("A crop beyond the decoded tokens removes prefill tokens too (they were kept).",),
+    ),
+    Step(
+        "step4_refuse",
+        "4-fork-refuse",
         "Refuse `crop` on attention layers that cannot put their states back",
-        tests=("RefusedCropTest", "EncoderDecoderCacheCropTest"),
+        tests=("RefusedCropTest", "EncoderDecoderCacheCropTest", "UnlimitedOcrStaticRefusedCropTest"),
         summary=(
             "A crop must leave a layer as if it had only seen the kept tokens, or refuse before anything changes. Three "
             "attention layers silently keep other tokens instead: a recording `DynamicSlidingWindowLayer` after "
@@ -173,41 +181,11 @@ STEPS = (
             "`crop` of a `DynamicSlidingWindowLayer` that holds nothing (never updated, or reset) does nothing (it "
             "raised an `AttributeError`).",
         ),
+        kind="fork",
     ),
     Step(
-        "step4_minimax",
-        "4-minimax",
-        "Crop MiniMax-M3-VL's index keys with the key and value states",
-        tests=("MiniMaxM3VLSparseCacheCropTest",),
-        summary=(
-            "Assisted decoding crops the main model's cache after every round (`crop(-rejected)`); with a static cache, "
-            "MiniMax-M3-VL's `MiniMaxM3VLSparseStaticCacheLayer` rolls its indexer counter back without a bound "
-            "(`idx_cumulative_length` went negative on a full rollback), and the dynamic layer cut a fixed number of "
-            "index keys, whatever the layer held (and failed before its first index keys). Both now follow the "
-            "clamped key and value states; the static counter moves in place (no device sync).\n\n"
-            + MINIMAX_REPRODUCTION
-        ),
-        behaviour_changes=("Oversized removals empty the index keys too; the static indexer counter stops at 0.",),
-    ),
-    Step(
-        "step5_ocr",
-        "5-ocr",
-        "Crop the prefill tokens of UnlimitedOcr's static reference sliding-window layer",
-        tests=("UnlimitedOcrStaticCropTest",),
-        summary=(
-            "`UnlimitedOcrStaticReferenceSlidingWindowLayer` inherits `StaticSlidingWindowLayer.crop`, which only "
-            "rolls the sliding-window part back: removing more tokens than were decoded kept the prefill (reference) "
-            "tokens, so `get_seq_length()` stayed at the prefill length after a full rollback and the next prompt was "
-            "appended to the old one.\n\n"
-            + OCR_REPRODUCTION
-            + "\n\nIt now removes the sliding tokens first, then the prefill ones (moving the "
-            "write position back, as `StaticLayer.crop` does); the next tokens fill the prefill again."
-        ),
-        behaviour_changes=("A crop beyond the decoded tokens removes prefill tokens too (they were kept).",),
-    ),
-    Step(
-        "step6_deepseek",
-        "6-deepseek",
+        "step5_deepseek",
+        "5-fork-deepseek",
         "Refuse partial `crop` on DeepSeek-V4's compressed-attention caches, and empty them as assistant caches",
         tests=("DeepseekV4CacheCropTest",),
         summary=(
@@ -224,6 +202,7 @@ STEPS = (
             "Partial crops of DeepSeek-V4's caches raise; full rollbacks reset them. A DeepSeek-V4 assistant encodes "
             "the sequence again every round (it failed at the first).",
         ),
+        kind="fork",
     ),
 )
 

@@ -48,24 +48,34 @@ class UnlimitedOcrStaticCropTest(unittest.TestCase):
         self.assertEqual(layer.get_seq_length(), 2)
         self.assertEqual(layer.prefill_keys[0, 0, :, 0].tolist(), [1.0, 11.0][:kept] + [11.0, 12.0][: 2 - kept])
 
-    @parameterized.expand([(6,), (8,)])
-    def test_window_crops_what_it_holds_and_empties_once_it_wrapped_around(self, length):
+    def test_window_crops_what_it_holds(self):
         layer = UnlimitedOcrStaticReferenceSlidingWindowLayer(max_cache_len=6, sliding_window=4)
         layer.set_prefill_length(2)
-        for position in range(length):
+        for position in range(6):
             layer.update(_tokens(position, 1), _tokens(position, 1))
-        # The prefill fits (`is_croppable`); with 8 tokens, the 6 decoded ones overwrote the first ones of the window
-        self.assertTrue(layer.is_croppable)
-        if length == 6:
-            layer.crop(-1)
-            self.assertEqual((layer.get_seq_length(), layer.keys[0, 0, :, 0].tolist()), (5, [3.0, 4.0, 5.0, 0.0]))
-        else:
-            keys = layer.all_keys.clone()
-            with self.assertRaisesRegex(ValueError, "wrapped around"):
-                layer.crop(-1)
-            self.assertEqual(layer.get_seq_length(), 8)
-            self.assertTrue(torch.equal(layer.all_keys, keys))
+        layer.crop(-1)
+        self.assertEqual((layer.get_seq_length(), layer.keys[0, 0, :, 0].tolist()), (5, [3.0, 4.0, 5.0, 0.0]))
         # Removing the decoded tokens clears the whole window, in both states
         layer.crop(2 - layer.get_seq_length())
+        self.assertEqual((layer.keys.count_nonzero().item(), layer.values.count_nonzero().item()), (0, 0))
+        self.assertEqual(layer.prefill_keys[0, 0, :, 0].tolist(), [1.0, 2.0])
+
+
+@require_torch
+class UnlimitedOcrStaticRefusedCropTest(unittest.TestCase):
+    def test_window_that_wrapped_around_refuses_a_partial_crop_and_empties(self):
+        """With 8 tokens, the 6 decoded ones overwrote the first ones of the window, though `is_croppable` holds."""
+        layer = UnlimitedOcrStaticReferenceSlidingWindowLayer(max_cache_len=6, sliding_window=4)
+        layer.set_prefill_length(2)
+        for position in range(8):
+            layer.update(_tokens(position, 1), _tokens(position, 1))
+        self.assertTrue(layer.is_croppable)
+        keys = layer.all_keys.clone()
+        with self.assertRaisesRegex(ValueError, "wrapped around"):
+            layer.crop(-1)
+        self.assertEqual(layer.get_seq_length(), 8)
+        self.assertTrue(torch.equal(layer.all_keys, keys))
+        # Removing the decoded tokens clears the whole window, in both states
+        layer.crop(-6)
         self.assertEqual((layer.keys.count_nonzero().item(), layer.values.count_nonzero().item()), (0, 0))
         self.assertEqual(layer.prefill_keys[0, 0, :, 0].tolist(), [1.0, 2.0])

@@ -1,1 +1,1 @@
-"""Step 5: UnlimitedOcr's static reference sliding-window layer removes its sliding tokens, then its prefill ones."""
+"""Step 3: UnlimitedOcr's static reference sliding-window layer removes its sliding tokens, then its prefill ones."""

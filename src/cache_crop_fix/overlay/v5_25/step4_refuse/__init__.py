@@ -1,1 +1,1 @@
-"""Step 3: the attention layers that cannot undo a crop (dropped or evicted tokens, quantized states) refuse it."""
+"""Step 4 (fork only): the attention layers that cannot undo a crop (dropped or evicted tokens, quantized states) refuse it."""

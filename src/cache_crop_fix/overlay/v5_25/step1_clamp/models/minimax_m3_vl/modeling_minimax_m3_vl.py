@@ -1,6 +1,6 @@
-# Step 4 of the fix for transformers 5.25.x, in `transformers/models/minimax_m3_vl/modeling_minimax_m3_vl.py`: the index
-# keys move with the key and value states, however many tokens are removed. The exporter applies it to
-# `modular_minimax_m3_vl.py` as well.
+# Step 1 of the fix for transformers 5.25.x (with the clamp of `cache_utils.py`), in
+# `transformers/models/minimax_m3_vl/modeling_minimax_m3_vl.py`: the index keys move with the key and value states,
+# however many tokens are removed. The exporter applies it to `modular_minimax_m3_vl.py` as well.
 
 
 class MiniMaxM3VLSparseCacheLayer:
