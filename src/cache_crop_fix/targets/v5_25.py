@@ -20,9 +20,12 @@ CLAMP_REPRODUCTION = """\
 import torch
 from transformers.cache_utils import DynamicSlidingWindowLayer, StaticLayer
 layer = DynamicSlidingWindowLayer(sliding_window=4)
-layer.update(torch.ones(1, 1, 3, 1), torch.ones(1, 1, 3, 1))
-layer.crop(-5)
-print(layer.cumulative_length)  # 5.25.0: -2. With this PR: 0
+layer.activate_past_recording()  # as `generate` sets up an assistant's cache
+layer.update(torch.ones(1, 1, 6, 1), torch.ones(1, 1, 6, 1))
+layer.crop(0)  # `generate`, after every forward
+layer.update(torch.ones(1, 1, 2, 1), torch.ones(1, 1, 2, 1))
+layer.crop(-20)
+print(layer.cumulative_length)  # 5.25.0: -12. With this PR: 0
 layer = StaticLayer(max_cache_len=8)
 layer.update(torch.ones(1, 1, 3, 1), torch.ones(1, 1, 3, 1), {"cache_position": torch.arange(3)})
 layer.crop(-5)
@@ -87,21 +90,18 @@ STEPS = (
         tests=("CropClampTest", "MiniMaxM3VLSparseCacheCropTest"),
         summary=(
             "Removing more tokens than a layer holds is what a full rollback does (`crop(-cache.get_seq_length())` "
-            "when layers differ in length), but only `DynamicLayer` handles it: `DynamicSlidingWindowLayer` and the "
-            "static layers drive their counters negative, and the next `update` writes at a negative position.\n\n"
+            "when layers differ in length). `DynamicLayer` empties itself (slicing a shorter tensor), but a recording "
+            "`DynamicSlidingWindowLayer` beyond its window and the static layers drive their counters negative, and "
+            "the next `update` writes at a negative position.\n\n"
             + CLAMP_REPRODUCTION
-            + "\n\nEach layer now clamps the removal to what it holds. The static counters stay sync-free: they move "
-            "in place (`sub_` then `clamp_(min=0)`), so `generate`'s `crop` still never waits for the device, and "
-            "`crop(0)` launches no kernel. MiniMax-M3-VL's sparse layers cut their index keys (dynamic) or roll their "
-            "indexer counter back (static) with the clamped key and value states. A "
-            "dynamic layer that holds no token yet (the empty 1-D states `early_initialization` leaves, as for "
-            "`torch.export`) is left as it is instead of raising an `IndexError`."
+            + "\n\nEach layer now clamps the removal to what it holds, and so do the indexers of the indexed layers "
+            "and MiniMax-M3-VL's sparse layers. The static counters move in place (`sub_` then `clamp_(min=0)`), "
+            "without reading the count on the host, and `crop(0)`, which `generate` calls after every forward, "
+            "launches no kernel."
         ),
         behaviour_changes=(
-            "Removing more tokens than a layer holds empties it (sliding-window, static and MiniMax-M3-VL indexer counters "
-            "went negative).",
-            "Cropping a dynamic layer initialized without tokens (`early_initialization`) does nothing (it raised an "
-            "`IndexError`).",
+            "Removing more tokens than a layer holds empties it (sliding-window, static and indexer counters went "
+            "negative).",
         ),
     ),
     Step(
@@ -201,6 +201,23 @@ STEPS = (
         behaviour_changes=(
             "Partial crops of DeepSeek-V4's caches raise; full rollbacks reset them. A DeepSeek-V4 assistant encodes "
             "the sequence again every round (it failed at the first).",
+        ),
+        kind="fork",
+    ),
+    Step(
+        "step6_edges",
+        "6-fork-edges",
+        "Crop dynamic layers without tokens yet, and removals beyond 64 bits",
+        tests=("CropEdgesTest",),
+        summary=(
+            "Two edges of `DynamicLayer.crop` that `generate` does not reach: a layer initialized without any token "
+            "(the empty 1-D states `early_initialization` leaves, as for `torch.export`) raised an `IndexError`, and a "
+            "removal beyond 64 bits emptied the layer with the warning of a truncated slice bound. Both now empty the "
+            "layer quietly; the usual crop pays nothing for it (the `IndexError` is caught, not checked for)."
+        ),
+        behaviour_changes=(
+            "Cropping a dynamic layer initialized without tokens (`early_initialization`) does nothing (it raised an "
+            "`IndexError`).",
         ),
         kind="fork",
     ),

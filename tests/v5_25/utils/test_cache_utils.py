@@ -69,40 +69,65 @@ CLAMP_LAYERS = {
 }
 
 
+def _assert_crop_is_clamped(test, name, removal):
+    """Crops `removal` from a layer of 3 tokens: it keeps what is left, its static counters keep their address, and the
+    next tokens are stored after the kept ones."""
+    layer = CLAMP_LAYERS[name]()
+    layer.update(_tokens(0, 3), _tokens(0, 3))
+    indexed = hasattr(layer, "update_indexer")
+    if indexed:
+        layer.update_indexer(_tokens(0, 3).view(1, 3, 1))
+    # The static counters are static addresses (`torch._dynamo.mark_static_address`): they move in place
+    counters = {
+        name: getattr(layer, name)
+        for name in ("cumulative_length", "indexer_cumulative_length")
+        if isinstance(getattr(layer, name, None), torch.Tensor)
+    }
+    addresses = {name: counter.data_ptr() for name, counter in counters.items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        layer.crop(removal)
+    kept = max(3 + removal, 0)
+    test.assertEqual(int(layer.get_seq_length()), kept)
+    for name, counter in counters.items():
+        test.assertIs(getattr(layer, name), counter)
+        test.assertEqual(counter.data_ptr(), addresses[name])
+    # The next tokens are stored after the kept ones, in the indexer too
+    keys, _ = layer.update(_tokens(10, 2), _tokens(10, 2))
+    test.assertEqual(keys[0, 0, : kept + 2, 0].tolist(), [1.0, 2.0, 3.0][:kept] + [11.0, 12.0])
+    if indexed:
+        indexer_keys = layer.update_indexer(_tokens(10, 2).view(1, 2, 1))
+        test.assertEqual(indexer_keys[0, : kept + 2, 0].tolist(), [1.0, 2.0, 3.0][:kept] + [11.0, 12.0])
+
+
 @require_torch
 class CropClampTest(unittest.TestCase):
-    @parameterized.expand([(name, removal) for name in CLAMP_LAYERS for removal in (-1, -4, -(2**70))])
+    @parameterized.expand([(name, removal) for name in CLAMP_LAYERS for removal in (-1, -4)])
     def test_removal_is_clamped_to_what_the_layer_holds(self, name, removal):
-        layer = CLAMP_LAYERS[name]()
-        layer.update(_tokens(0, 3), _tokens(0, 3))
-        indexed = hasattr(layer, "update_indexer")
-        if indexed:
-            layer.update_indexer(_tokens(0, 3).view(1, 3, 1))
-        # The static counters are static addresses (`torch._dynamo.mark_static_address`): they move in place
-        counters = {
-            name: getattr(layer, name)
-            for name in ("cumulative_length", "indexer_cumulative_length")
-            if isinstance(getattr(layer, name, None), torch.Tensor)
-        }
-        addresses = {name: counter.data_ptr() for name, counter in counters.items()}
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            layer.crop(removal)
-        kept = max(3 + removal, 0)
-        self.assertEqual(int(layer.get_seq_length()), kept)
-        for name, counter in counters.items():
-            self.assertIs(getattr(layer, name), counter)
-            self.assertEqual(counter.data_ptr(), addresses[name])
-        # The next tokens are stored after the kept ones, in the indexer too
+        _assert_crop_is_clamped(self, name, removal)
+
+    def test_recording_sliding_window_is_emptied_by_an_oversized_removal(self):
+        """A full window that records its past (an assistant's cache) counts every token: its count stops at 0."""
+        layer = DynamicSlidingWindowLayer(sliding_window=4)
+        layer.activate_past_recording()
+        layer.update(_tokens(0, 6), _tokens(0, 6))
+        layer.crop(0)
+        layer.update(_tokens(6, 2), _tokens(6, 2))
+        layer.crop(-20)
+        self.assertEqual((layer.get_seq_length(), layer.keys.shape[-2]), (0, 0))
         keys, _ = layer.update(_tokens(10, 2), _tokens(10, 2))
-        self.assertEqual(keys[0, 0, : kept + 2, 0].tolist(), [1.0, 2.0, 3.0][:kept] + [11.0, 12.0])
-        if indexed:
-            indexer_keys = layer.update_indexer(_tokens(10, 2).view(1, 2, 1))
-            self.assertEqual(indexer_keys[0, : kept + 2, 0].tolist(), [1.0, 2.0, 3.0][:kept] + [11.0, 12.0])
+        self.assertEqual((layer.get_seq_length(), keys[0, 0, :, 0].tolist()), (2, [11.0, 12.0]))
+
+
+@require_torch
+class CropEdgesTest(unittest.TestCase):
+    @parameterized.expand(list(CLAMP_LAYERS))
+    def test_removal_beyond_64_bits_empties_the_layer(self, name):
+        _assert_crop_is_clamped(self, name, -(2**70))
 
     @parameterized.expand([(name, removal) for name in CLAMP_LAYERS for removal in (-1, -4)])
     def test_layer_without_tokens_yet_stays_empty(self, name, removal):
-        # As `early_initialization` leaves a layer (`torch.export` uses it): initialized, but without any token
+        """As `early_initialization` leaves a layer (`torch.export` uses it): initialized, but without any token."""
         layer = CLAMP_LAYERS[name]()
         no_tokens = torch.zeros(1, 1, 0, 1, dtype=torch.float64)
         layer.lazy_initialization(no_tokens, no_tokens)

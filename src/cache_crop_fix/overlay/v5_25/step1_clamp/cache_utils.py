@@ -1,40 +1,10 @@
 # Step 1 of the fix for transformers 5.25.x, in `transformers/cache_utils.py`: `crop` clamps oversized removals, so that
-# removing more tokens than a layer holds empties it instead of driving its counters negative.
+# removing more tokens than a layer holds empties it instead of driving its counters negative (`DynamicLayer` already
+# does: slicing a shorter tensor empties it).
 #
 # Each class below is named like the upstream class it changes and holds only the methods this step replaces; the
 # patcher installs them on the upstream classes at runtime and the exporter transplants them into upstream's file. The
 # classes here are never instantiated.
-
-
-class DynamicLayer:
-    def crop(self, tokens_to_remove: int) -> None:
-        """
-        Remove the last `-tokens_to_remove` tokens from the current cache layer. Removing more tokens than the layer holds
-        empties it.
-        """
-        # Legacy path: `tokens_to_remove` represents the final absolute size that the cache should have
-        if tokens_to_remove > 0:
-            raise ValueError(
-                f"Calling `crop` with a positive value (`{tokens_to_remove}`) is not supported. "
-                "Please use a negative integer to remove that number of tokens from the cache instead."
-            )
-
-        # Nothing to do in these cases: 0 tokens to crop or the layer is not initialized (can happen with KV sharing)
-        if tokens_to_remove == 0 or not self.is_initialized:
-            return
-
-        # Crop the cache. Slicing empties the layer when more tokens are removed than it holds, but it truncates a bound
-        # beyond 64 bits with a warning: clamp those first (no layer holds 2**62 tokens)
-        if tokens_to_remove < -(2**62):
-            tokens_to_remove = -(2**62)
-        try:
-            keys = self.keys[..., :tokens_to_remove, :]
-        except IndexError:
-            # No token yet: `early_initialization` leaves empty 1-D states until the first `update` (caught rather than
-            # checked, so that the usual crop pays nothing for it)
-            return
-        self.keys = keys
-        self.values = self.values[..., :tokens_to_remove, :]
 
 
 class DynamicSlidingWindowLayer:
@@ -73,9 +43,7 @@ class DynamicSlidingWindowLayer:
         # If we did not reach the sliding window, we can do the same as for a full attention layer
         else:
             super().crop(tokens_to_remove)
-            # Without any token, the states may still be the empty 1-D ones of `early_initialization`
-            if self.cumulative_length:
-                self.cumulative_length = self.keys.shape[-2]
+            self.cumulative_length = self.keys.shape[-2]
 
 
 class DynamicIndexedLayer:
