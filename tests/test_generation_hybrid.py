@@ -47,6 +47,7 @@ from transformers.testing_utils import require_torch
 
 from .compat import CACHE_KWARG, HAS_STATE_HISTORY, TARGET
 from .numerics import MODEL_DTYPE, assert_no_near_tie, set_test_threads
+from .tiny_models import QWEN3_NEXT
 
 
 if is_torch_available():
@@ -120,23 +121,7 @@ def _config(model_name):
     if model_name in ("qwen3_next", "unguarded_qwen3_next"):
         return Qwen3NextConfig(
             vocab_size=VOCAB_SIZE,
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            head_dim=8,
-            linear_num_value_heads=2,
-            linear_num_key_heads=2,
-            linear_key_head_dim=8,
-            linear_value_head_dim=8,
-            linear_conv_kernel_dim=4,
-            layer_types=["linear_attention", "full_attention"],
-            num_experts=4,
-            num_experts_per_tok=2,
-            moe_intermediate_size=16,
-            shared_expert_intermediate_size=16,
-            decoder_sparse_step=1,
+            **QWEN3_NEXT,
             # The default grouped-matmul experts have no float64 kernel
             experts_implementation="eager",
             **NO_SPECIAL_TOKENS,
