@@ -4,11 +4,17 @@ step), exported from their PyPI sdists in every run, without wheels: every step 
 A file of its own, so that `pytest -n auto --dist loadfile` runs it next to `test_exporter.py`, not after it.
 """
 
+import ast
+import difflib
 import os
+import subprocess
+from pathlib import Path
 
 import pytest
 
 from cache_crop_fix import export as exporter
+from cache_crop_fix.export.base import prepare_sdist_repo
+from cache_crop_fix.export.shell import git
 from cache_crop_fix.targets import TARGETS, get_target
 
 
@@ -26,3 +32,51 @@ def test_the_other_stacks_export_from_their_sdist(target, tmp_path):
     )
     assert [step.commit.created for step in report.steps] == [True] * len(target.steps)
     assert all(step.ruff.ok for step in report.steps)
+
+
+# A copy of upstream's `tests/utils/test_cache_utils.py` at a recent commit, beside this repository (never committed
+# into it: it is upstream's file)
+UPSTREAM_TESTS = (
+    Path(__file__).resolve().parents[2] / "shared" / "upstream" / "tests" / "utils" / "test_cache_utils.py"
+)
+
+
+@pytest.mark.skipif(os.environ.get("CACHE_CROP_FIX_SKIP_E2E") == "1", reason="CACHE_CROP_FIX_SKIP_E2E=1")
+@pytest.mark.skipif(not UPSTREAM_TESTS.exists(), reason=f"no copy of upstream's test file at {UPSTREAM_TESTS}")
+def test_main_stack_appends_to_upstreams_test_file_in_a_checkout(tmp_path):
+    """With `--repo`, a checkout that has upstream's `tests/utils/test_cache_utils.py` gets our test classes appended
+    to it: the series modifies the file (creates none that upstream has) and removes none of its lines."""
+    target = get_target("v5_25")
+    sdist = prepare_sdist_repo(target, tmp_path / "build", log=lambda _: None)
+    checkout = tmp_path / "transformers"
+    subprocess.run(["git", "clone", "-q", str(sdist), str(checkout)], check=True)
+    (checkout / "tests" / "utils").mkdir(parents=True)
+    (checkout / "tests" / "utils" / "test_cache_utils.py").write_text(UPSTREAM_TESTS.read_text())
+    git(checkout, "add", "-A")
+    git(checkout, "-c", "user.name=Upstream", "-c", "user.email=upstream@example.com", "commit", "-q", "-m", "tests")
+    report = exporter.export(
+        target=target,
+        repo=checkout,
+        build_dir=tmp_path / "build",
+        dist_dir=tmp_path / "dist",
+        run_verify=False,
+        author="A Contributor <contributor@example.com>",
+        log=lambda _: None,
+    )
+    path = "tests/utils/test_cache_utils.py"
+    upstream = [step for step in report.steps if step.plan.upstream]
+    first = upstream[0].commit
+    # Modified by the first pull request, not added; later ones modify it again or leave it
+    assert git(checkout, "diff", "--name-status", first.parent, first.commit, "--", path).split() == ["M", path]
+    for step in report.steps:
+        status = git(checkout, "diff", "--name-status", step.commit.parent, step.commit.commit, "--", path).split()
+        assert status in ([], ["M", path]), (step.commit.branch, status)
+    # Every upstream line is still there, in order
+    merged = git(checkout, "show", f"{report.steps[-1].commit.commit}:{path}").splitlines()
+    removed = [line for line in difflib.ndiff(UPSTREAM_TESTS.read_text().splitlines(), merged) if line[:1] == "-"]
+    assert removed == []
+    # It is valid Python, and every class of the series for that file is in it. (It is not run here: the copy of upstream's file is
+    # newer than 5.25.0 and imports names 5.25.0 lacks; our classes run in the verification of every export.)
+    tree = ast.parse("\n".join(merged))
+    defined = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+    assert set(upstream[-1].plan.tests[path]) <= defined
