@@ -21,7 +21,7 @@ from cache_crop_fix import export as exporter
 from cache_crop_fix import patcher
 from cache_crop_fix.export import plan
 from cache_crop_fix.export.format import check_minimal
-from cache_crop_fix.export.pr_text import lines_outside_details, new_tests
+from cache_crop_fix.export.pr_text import fold_long_code, lines_outside_details, new_tests
 from cache_crop_fix.export.transplant import (
     FileChange,
     TransplantError,
@@ -585,14 +585,25 @@ def test_export_writes_a_patch_and_a_short_pr_text_per_step(synthetic):
         # No tool markers; the AI-disclosure checkbox is left for the person who opens the PR
         assert "<!-- BEGIN" not in text and "TODO" not in text and "cache_crop_fix" not in text
         assert "- [ ] I confirm that this is not a pure code agent PR." in text
-        for section in ("## Tests", "## Related", "#47977", "#47720"):
-            assert section in text
+        assert "## Tests" in text
+    # The related threads are said once, in the first pull request
+    first, second = (step.pr.read_text() for step in report.steps)
+    assert all(section in first for section in ("## Related", "#47977", "#47720")) and "## Related" not in second
     assert "Fixes #47433." in report.steps[0].pr.read_text() and "on top of `fix-cache-crop-1-toy`" in (
         report.steps[1].pr.read_text()
     )
     assert "## Behaviour changes\n- It refuses." in report.steps[1].pr.read_text()
     assert "+import operator" in report.steps[0].commit.patch.read_text()
     assert report.series.read_text().count("Subject: [PATCH") == 2
+
+
+def test_long_reproductions_are_folded():
+    short = "Text.\n\n```python\nprint(1)  # 5.25.0: 2. With this PR: 1\n```"
+    assert fold_long_code(short) == short
+    long = "Text.\n\n```python\n" + "x = 1\n" * 13 + "```\n\nMore."
+    folded = fold_long_code(long)
+    assert folded.startswith("Text.\n\n<details><summary>Reproduction</summary>\n\n```python\n")
+    assert folded.endswith("```\n\n</details>\n\nMore.") and folded.count("x = 1") == 13
 
 
 def test_fork_steps_are_on_the_fork_branch_only(synthetic):

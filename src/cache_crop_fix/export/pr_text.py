@@ -65,7 +65,7 @@ def pr_text(
         + (f", on top of `{previous}` (review that one first)." if previous else ".")
         + (f" Fixes #{ISSUE}." if plan.number == 1 and target.closes_issue else "")
     )
-    lines = [f"# {plan.step.title}", "## What does this PR do?", plan.step.summary, position, ""]
+    lines = [f"# {plan.step.title}", "## What does this PR do?", fold_long_code(plan.step.summary), position, ""]
     if target.backport_of:
         lines += [
             f"This is a backport: upstream takes fixes on `main` first (transformers {main.sdist_version}). Only the first "
@@ -77,6 +77,13 @@ def pr_text(
         lines += ["## Behaviour changes", *(f"- {change}" for change in plan.step.behaviour_changes), ""]
     lines += ["## Tests"]
     lines += new_tests(plan)
+    # What every pull request of the series would repeat goes below the fold
+    checks = [f"- `ruff check` and `ruff format --check` with the repository's settings: {_ruff(ruff)}."]
+    if base.is_sdist:
+        checks.append(
+            "- Built on the PyPI sdist, which has no `tests/utils/`: this branch and its patch are for `pip install`. "
+            "The pull request is made from an export on a transformers checkout (`--repo`)."
+        )
     details = []
     if verification is not None:
         against = "the unpatched base" if plan.number == 1 else f"`{previous}`"
@@ -98,7 +105,7 @@ def pr_text(
             f"tests of this and the earlier PRs{skipped}."
         )
         details = [
-            "<details><summary>Per test class: failing against the previous state</summary>",
+            "<details><summary>Per test class: failing against the previous state; checks</summary>",
             "",
             "| test class | kind | fail before | pass after |",
             "|---|---|---|---|",
@@ -106,17 +113,12 @@ def pr_text(
         for name, (failing, count) in verification.failing_classes_before().items():
             kind = "new API / wording" if name in plan.step.api_tests else "behaviour"
             details.append(f"| `{name}` | {kind} | {failing}/{count} | {count}/{count} |")
-        details += ["", "</details>", ""]
+        details += ["", *checks, "", "</details>", ""]
     else:
-        lines.append("- Not verified in this export (`--no-verify`).")
-    lines.append(f"- `ruff check` and `ruff format --check` with the repository's settings: {_ruff(ruff)}.")
-    if base.is_sdist:
-        lines.append(
-            "- Built on the PyPI sdist, which has no `tests/utils/`: this branch and its patch are for `pip install`. "
-            "The pull request is made from an export on a transformers checkout (`--repo`)."
-        )
+        lines += ["- Not verified in this export (`--no-verify`).", *checks]
     lines += ["", *details]
-    if target.related:
+    # The threads the series relates to, once: the later pull requests point to the first
+    if target.related and plan.number == 1:
         lines += ["## Related", target.related, ""]
     lines += [
         "## Code Agent Policy",
@@ -127,6 +129,19 @@ def pr_text(
         "",
     ]
     return "\n".join(lines)
+
+
+def fold_long_code(summary: str, max_lines: int = 12) -> str:
+    """`summary` with each code block of more than `max_lines` lines folded in `<details>` (the reviewer reads the
+    sentence before it and the output its comment announces; the block runs as it is)."""
+
+    def fold(match: re.Match) -> str:
+        block = match.group(0)
+        if block.count("\n") - 1 <= max_lines:
+            return block
+        return f"<details><summary>Reproduction</summary>\n\n{block}\n\n</details>"
+
+    return re.sub(r"```python\n.*?```", fold, summary, flags=re.DOTALL)
 
 
 def new_tests(plan: StepPlan) -> list[str]:

@@ -496,27 +496,56 @@ class LinearAttentionHistoryTest(unittest.TestCase):
 
 
 @require_torch
+class RecurrentStatesHistoryTest(unittest.TestCase):
+    def test_each_state_has_its_own_history(self):
+        layer = _recording_layer(3, number_of_states=2)
+        _forward(layer, 0, 3, 3, state_idx=0)
+        _forward(layer, 0, 3, 3, state_idx=1, offset=100.0)
+        layer.crop(-1)
+        self.assertEqual([layer.recurrent_states[i].item() for i in range(2)], [2.0, 102.0])
+
+    def test_recording_again_keeps_the_recorded_states(self):
+        """The candidate generators record before every round: the states of the round before are still needed."""
+        layer = _recording_layer(3)
+        _forward(layer, 0, 3, 3)
+        layer.activate_past_recording(recurrent_states_to_keep=3)
+        layer.crop(-2)
+        self.assertEqual(layer.recurrent_states[0].item(), 1.0)
+
+    def test_reset_forgets_the_previous_sequence(self):
+        layer = _recording_layer(3)
+        _forward(layer, 0, 4, 3)
+        layer.reset()
+        self.assertEqual(layer.recurrent_states_history, {0: []})
+
+
+def _qwen3_next_and_llama_assistant():
+    """A tiny Qwen3-Next main model and a tiny Llama assistant (float64) sharing its vocabulary, and their common config."""
+    torch.manual_seed(0)
+    common = {"vocab_size": 32, "hidden_size": 32, "intermediate_size": 37, "num_attention_heads": 2}
+    model = Qwen3NextForCausalLM(
+        Qwen3NextConfig(
+            **common,
+            num_hidden_layers=2,
+            num_key_value_heads=1,
+            head_dim=16,
+            layer_types=["linear_attention", "full_attention"],
+            linear_num_value_heads=2,
+            linear_num_key_heads=2,
+            linear_key_head_dim=8,
+            linear_value_head_dim=8,
+            num_experts=0,
+            pad_token_id=0,
+        )
+    ).to(torch.float64)
+    assistant = LlamaForCausalLM(LlamaConfig(**common, num_hidden_layers=1, pad_token_id=0)).to(torch.float64)
+    return common, model, assistant
+
+
+@require_torch
 class AssistedDecodingStatesTest(unittest.TestCase):
     def setUp(self):
-        torch.manual_seed(0)
-        self.common = common = {"vocab_size": 32, "hidden_size": 32, "intermediate_size": 37, "num_attention_heads": 2}
-        self.model = Qwen3NextForCausalLM(
-            Qwen3NextConfig(
-                **common,
-                num_hidden_layers=2,
-                num_key_value_heads=1,
-                head_dim=16,
-                layer_types=["linear_attention", "full_attention"],
-                linear_num_value_heads=2,
-                linear_num_key_heads=2,
-                linear_key_head_dim=8,
-                linear_value_head_dim=8,
-                num_experts=0,
-                pad_token_id=0,
-            )
-        ).to(torch.float64)
-        self.assistant = LlamaForCausalLM(LlamaConfig(**common, num_hidden_layers=1, pad_token_id=0))
-        self.assistant = self.assistant.to(torch.float64)
+        self.common, self.model, self.assistant = _qwen3_next_and_llama_assistant()
 
     @parameterized.expand([("constant",), ("heuristic",)])
     def test_main_cache_holds_the_states_of_the_kept_tokens(self, schedule):
@@ -547,6 +576,12 @@ class AssistedDecodingStatesTest(unittest.TestCase):
             fresh = self.model(greedy[:, :length], use_cache=True).cache.layers[0]
             torch.testing.assert_close(recurrent_states, fresh.recurrent_states[0])
             torch.testing.assert_close(conv_states[..., -fresh.conv_states[0].shape[-1] :], fresh.conv_states[0])
+
+
+@require_torch
+class SlidingWindowAssistantTest(unittest.TestCase):
+    def setUp(self):
+        self.common, self.model, _ = _qwen3_next_and_llama_assistant()
 
     def test_sliding_window_assistant_cache_holds_the_kept_tokens(self):
         # The assistant's sliding window (4) is full from the prompt on: each round removes its rejected drafts

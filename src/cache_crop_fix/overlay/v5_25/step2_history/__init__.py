@@ -1,1 +1,1 @@
-"""Step 2: roll back linear-attention layers exactly through the per-token recurrent-state history of 5.25."""
+"""Step 2: assisted decoding records the states a rollback needs, and each recurrent state has its own history."""
