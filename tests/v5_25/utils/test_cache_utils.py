@@ -547,12 +547,16 @@ class AssistedDecodingStatesTest(unittest.TestCase):
     def setUp(self):
         self.common, self.model, self.assistant = _qwen3_next_and_llama_assistant()
 
-    @parameterized.expand([("constant",), ("heuristic",)])
-    def test_main_cache_holds_the_states_of_the_kept_tokens(self, schedule):
-        self.assistant.generation_config.num_assistant_tokens_schedule = schedule
-        self.assistant.generation_config.num_assistant_tokens = 3
-        self.assistant.generation_config.assistant_confidence_threshold = 0.0  # draft every token
-        input_ids = torch.tensor([[5, 9, 2, 7, 1]])
+    @parameterized.expand([("constant",), ("heuristic",), ("prompt_lookup",)])
+    def test_main_cache_holds_the_states_of_the_kept_tokens(self, drafter):
+        """An assistant with either schedule, or prompt lookup (a repeated prompt, so that it drafts), drafts 3 tokens."""
+        if drafter == "prompt_lookup":
+            input_ids, drafting = torch.tensor([[5, 9, 2, 7, 1, 5, 9, 2, 7, 1]]), {"prompt_lookup_num_tokens": 3}
+        else:
+            self.assistant.generation_config.num_assistant_tokens_schedule = drafter
+            self.assistant.generation_config.num_assistant_tokens = 3
+            self.assistant.generation_config.assistant_confidence_threshold = 0.0  # draft every token
+            input_ids, drafting = torch.tensor([[5, 9, 2, 7, 1]]), {"assistant_model": self.assistant}
         kwargs = {"max_new_tokens": 12, "do_sample": False, "pad_token_id": 0}
         greedy = self.model.generate(input_ids, **kwargs)
 
@@ -569,7 +573,7 @@ class AssistedDecodingStatesTest(unittest.TestCase):
 
         original_crop = Cache.crop
         with mock.patch.object(Cache, "crop", autospec=True, side_effect=crop):
-            assisted = self.model.generate(input_ids, assistant_model=self.assistant, **kwargs)
+            assisted = self.model.generate(input_ids, **drafting, **kwargs)
         self.assertEqual(assisted.tolist(), greedy.tolist())
         self.assertGreater(len(rollbacks), 2)
         for length, recurrent_states, conv_states in rollbacks:
