@@ -12,6 +12,7 @@
 # Each class below is named like the upstream class it changes and holds only the methods this step adds or replaces;
 # the patcher installs them on the upstream classes at runtime and the exporter transplants them into upstream's file.
 # The classes here are never instantiated.
+import numbers
 import operator
 from typing import TYPE_CHECKING
 
@@ -348,8 +349,9 @@ class Cache:
         If a layer cannot undo the removal exactly, this raises before any layer changes.
         """
         # `generate` may pass a 0-d tensor: read it on the host once, rather than once or more per layer (`operator.index`
-        # takes integer tensors only, as slicing does)
-        if type(tokens_to_remove) is not int and isinstance(tokens_to_remove, torch.Tensor):
+        # takes integer tensors only, as slicing does); a numpy integer becomes an int too, so that the layers' counters
+        # stay ints
+        if type(tokens_to_remove) is not int and isinstance(tokens_to_remove, (torch.Tensor, numbers.Integral)):
             tokens_to_remove = operator.index(tokens_to_remove)
         layers = self.layers
         if tokens_to_remove < 0:

@@ -6,6 +6,7 @@
 # Each class below is named like the upstream class it changes and holds only the methods this step adds or replaces;
 # the patcher installs them on the upstream classes at runtime and the exporter transplants them into upstream's file.
 # The classes here are never instantiated.
+import operator
 from typing import TYPE_CHECKING
 
 
@@ -51,6 +52,9 @@ class DynamicSlidingWindowLayer:
         # Nothing to do if the layer is not initialized (can happen with KV sharing, or after a `reset`)
         if not self.is_initialized:
             return
+        if type(tokens_to_remove) is not int:
+            # A numpy integer or a 0-d tensor, from a direct call: `cumulative_length` stays an int
+            tokens_to_remove = operator.index(tokens_to_remove)
         if tokens_to_remove < 0:
             # Clamp the removal to the tokens seen, so that `cumulative_length` never goes negative
             tokens_to_remove = max(tokens_to_remove, -self.cumulative_length)
@@ -104,6 +108,9 @@ class StaticSlidingWindowLayer:
         """
         Remove `tokens_to_remove` tokens from the current cache layer. Removing more tokens than the layer holds empties it.
         """
+        if type(tokens_to_remove) is not int:
+            # A numpy integer or a 0-d tensor, from a direct call: `cumulative_length_int` stays an int
+            tokens_to_remove = operator.index(tokens_to_remove)
         # This part's own check (a hybrid layer's `_check_crop` also checks its linear attention part, cropped already)
         StaticSlidingWindowLayer._check_crop(self, tokens_to_remove)
         super().crop(tokens_to_remove)
