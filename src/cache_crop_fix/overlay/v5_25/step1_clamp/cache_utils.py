@@ -4,46 +4,18 @@
 #
 # Each class below is named like the upstream class it changes and holds only the methods this step replaces; the
 # patcher installs them on the upstream classes at runtime and the exporter transplants them into upstream's file. The
-# classes here are never instantiated.
+# classes here are never instantiated. `DynamicSlidingWindowLayer.crop` gains two statements before its first one: a
+# codemod (see `cache_crop_fix.codemod`) rather than a copy of the method.
 
-
-class DynamicSlidingWindowLayer:
-    def crop(self, tokens_to_remove: int) -> None:
-        """
-        Remove `tokens_to_remove` tokens from the current cache layer. This will also restrict the size of the cached states back to their
-        minimal working size, i.e. `sliding_window - 1` if they reached the sliding window length. This means that `crop(0)` will not
-        necessarily always be a no-op, as it may still remove useless states (i.e. states that are not needed for the next `forward`).
-        """
-        # Clamp the removal to the tokens seen, so that `cumulative_length` never goes negative
-        if tokens_to_remove < 0:
-            tokens_to_remove = max(tokens_to_remove, -self.cumulative_length)
-        # If we are beyond the sliding window, we need to be more careful
-        if self.get_seq_length() >= self.sliding_window:
-            if not self.record_past:
-                raise RuntimeError(
-                    "`crop` was called, but the current layer does not track past states, and the sliding window size was already "
-                    "reached. Call `activate_past_recording` before `crop` to be able to rollback the cache."
-                )
-            if tokens_to_remove > 0:
-                raise RuntimeError(
-                    "Once the sliding window size has been reached, `DynamicSlidingWindowLayer` can only be cropped by passing a "
-                    "negative int, to specify how many tokens to remove"
-                )
-            # In this case, simply restrict the size back to sliding window without cropping
-            if tokens_to_remove == 0:
-                self.keys = self.keys[:, :, -self.sliding_window + 1 :, :]
-                self.values = self.values[:, :, -self.sliding_window + 1 :, :]
-            # In this case, we crop and restrict the size back to the sliding window if still larger
-            else:
-                tokens_to_remove = abs(tokens_to_remove)
-                self.keys = self.keys[:, :, -self.sliding_window + 1 - tokens_to_remove : -tokens_to_remove, :]
-                self.values = self.values[:, :, -self.sliding_window + 1 - tokens_to_remove : -tokens_to_remove, :]
-                self.cumulative_length = self.cumulative_length - tokens_to_remove
-
-        # If we did not reach the sliding window, we can do the same as for a full attention layer
-        else:
-            super().crop(tokens_to_remove)
-            self.cumulative_length = self.keys.shape[-2]
+CODEMODS = {
+    "DynamicSlidingWindowLayer.crop": (
+        "# If we are beyond the sliding window, we need to be more careful",
+        "# Clamp the removal to the tokens seen, so that `cumulative_length` never goes negative\n"
+        "if tokens_to_remove < 0:\n"
+        "    tokens_to_remove = max(tokens_to_remove, -self.cumulative_length)\n"
+        "# If we are beyond the sliding window, we need to be more careful",
+    )
+}
 
 
 class DynamicIndexedLayer:
