@@ -62,8 +62,9 @@ def _sliding_layers():
     dynamic_cache.activate_past_recording()
     layers = [(dynamic, 6), (static, 3), (dynamic_cache, 6), (static_cache, 3)]
     for layer, length in layers:
-        states = torch.ones(1, 1, length, 8 if layer in (dynamic_cache, static_cache) else 1)
-        layer.update(states, states, *([0] if layer in (dynamic_cache, static_cache) else []))
+        is_cache = hasattr(layer, "layers")
+        states = torch.ones(1, 1, length, 8 if is_cache else 1)
+        layer.update(states, states, *([0] if is_cache else []))
     return layers
 
 
