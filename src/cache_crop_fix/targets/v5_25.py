@@ -81,6 +81,22 @@ layer.crop(-1)
 print(layer.keys.shape[-2], layer.get_seq_length())  # 5.25.0: 1 3 (the window needs 3). With this PR: ValueError
 ```"""
 
+STATIC_REPRODUCTION = """\
+```python
+import torch
+from transformers import FalconH1Config, FalconH1ForCausalLM, LlamaConfig, LlamaForCausalLM
+torch.manual_seed(0)
+tiny = {"vocab_size": 32, "hidden_size": 32, "intermediate_size": 37, "num_attention_heads": 2, "num_hidden_layers": 1}
+mamba = {"mamba_d_ssm": 32, "mamba_n_heads": 2, "mamba_d_head": 16, "mamba_n_groups": 1, "mamba_d_state": 8}
+model = FalconH1ForCausalLM(FalconH1Config(**tiny, **mamba, num_key_value_heads=1, head_dim=16))
+assistant = LlamaForCausalLM(LlamaConfig(**tiny))
+assistant.generation_config.num_assistant_tokens, assistant.generation_config.assistant_confidence_threshold = 3, 0.0
+inputs = {"input_ids": torch.tensor([[5, 9, 2, 7, 1]]), "max_new_tokens": 8, "do_sample": False}
+greedy = model.generate(**inputs, cache_implementation="static")
+assisted = model.generate(**inputs, assistant_model=assistant, cache_implementation="static")
+print(assisted.tolist() == greedy.tolist())  # 5.25.0: IndexError (index 12 is out of bounds). With this PR: True
+```"""
+
 OCR_REPRODUCTION = """\
 ```python
 import torch
@@ -119,10 +135,10 @@ STEPS = (
             "`DynamicSlidingWindowLayer` beyond its window and the static layers drive their counters negative, and "
             "the next `update` writes at a negative position.\n\n"
             + CLAMP_REPRODUCTION
-            + "\n\nEach layer now clamps the removal to what it holds, and so do the indexers of the indexed layers "
-            "and MiniMax-M3-VL's sparse layers. The static counters move in place (`sub_` then `clamp_(min=0)`), "
-            "without reading the count on the host, and `crop(0)`, which `generate` calls after every forward, "
-            "launches no kernel."
+            + "\n\nEach of these layers now clamps the removal to what it holds, and so do the static indexers "
+            "(`StaticIndexedLayer`, MiniMax-M3-VL's static sparse layer). The static counters move in place (`sub_` "
+            "then `clamp_(min=0)`), without reading the count on the host, and `crop(0)`, which `generate` calls "
+            "after every forward, returns before launching a kernel."
         ),
         behaviour_changes=(
             "Removing more tokens than a layer holds empties it (sliding-window, static and indexer counters went "
@@ -152,8 +168,24 @@ STEPS = (
         ),
     ),
     Step(
-        "step3_ocr",
-        "3-ocr",
+        "step3_static",
+        "3-static",
+        "Crop the attention part of the static hybrid cache layers",
+        tests=("StaticHybridLayerCropTest", "FalconH1StaticCacheAssistedDecodingTest"),
+        summary=(
+            "`LinearAttentionAndStaticFullAttentionLayer` and `LinearAttentionAndStaticSlidingWindowAttentionLayer` "
+            "inherit `LinearAttentionLayer.crop`, which rolls back only the recurrent states: their attention part "
+            "keeps every rejected draft, and assisted decoding with a static cache writes past its end (`StaticCache` "
+            "makes them for the `hybrid` layers of FalconH1, Zamba, Zamba2, Zaya and Inkling).\n\n"
+            + STATIC_REPRODUCTION
+            + "\n\nThey now crop both parts, as `LinearAttentionAndFullAttentionLayer` and "
+            "`LinearAttentionAndSlidingWindowAttentionLayer` do."
+        ),
+        behaviour_changes=("`crop` of a static hybrid layer removes the tokens from its attention part too.",),
+    ),
+    Step(
+        "step4_ocr",
+        "4-ocr",
         "Crop the prefill tokens of UnlimitedOcr's static reference sliding-window layer",
         tests=("UnlimitedOcrStaticCropTest",),
         summary=(
@@ -168,8 +200,8 @@ STEPS = (
         behaviour_changes=("A crop beyond the decoded tokens removes prefill tokens too (they were kept).",),
     ),
     Step(
-        "step4_exact",
-        "4-fork-exact",
+        "step5_exact",
+        "5-fork-exact",
         "Roll linear attention layers back exactly, or refuse before anything changes",
         tests=("LinearAttentionHistoryTest",),
         summary=(
@@ -196,16 +228,16 @@ STEPS = (
         behaviour_changes=(
             "Linear attention layers restore the state after the kept tokens, or raise a `ValueError` before anything "
             "changes; removing every token resets them.",
-            "The static hybrid layers crop their attention part too (it kept every token), and the static "
-            "sliding-window one reports its window's `is_croppable` (the linear part's class attribute hid it).",
+            "The static sliding-window hybrid layer reports its window's `is_croppable` (the linear part's class "
+            "attribute hid it) and refuses a crop its window cannot undo.",
             "`activate_past_recording()` without `recurrent_states_to_keep` keeps the number set before (1 if none); "
             "with `None` the next Qwen3-Next forward raised a `TypeError`.",
         ),
         kind="fork",
     ),
     Step(
-        "step5_refuse",
-        "5-fork-refuse",
+        "step6_refuse",
+        "6-fork-refuse",
         "Refuse `crop` on attention layers that cannot put their states back",
         tests=(
             "RefusedCropTest",
@@ -237,8 +269,8 @@ STEPS = (
         kind="fork",
     ),
     Step(
-        "step6_deepseek",
-        "6-fork-deepseek",
+        "step7_deepseek",
+        "7-fork-deepseek",
         "Refuse partial `crop` on DeepSeek-V4's compressed-attention caches, and empty them as assistant caches",
         tests=("DeepseekV4CacheCropTest",),
         summary=(
@@ -258,10 +290,10 @@ STEPS = (
         kind="fork",
     ),
     Step(
-        "step7_edges",
-        "7-fork-edges",
+        "step8_edges",
+        "8-fork-edges",
         "Crop dynamic layers without tokens yet, and removals beyond 64 bits",
-        tests=("CropEdgesTest",),
+        tests=("CropEdgesTest", "MiniMaxM3VLSparseCacheCropEdgesTest"),
         summary=(
             "Two edges of `DynamicLayer.crop` that `generate` does not reach: a layer initialized without any token "
             "(the empty 1-D states `early_initialization` leaves, as for `torch.export`) raised an `IndexError`, and a "

@@ -102,11 +102,22 @@ def _assert_crop_is_clamped(test, name, removal):
 
 @require_torch
 class CropClampTest(unittest.TestCase):
-    @parameterized.expand([(name, removal) for name in CLAMP_LAYERS for removal in (-1, -4)])
-    def test_removal_is_clamped_to_what_the_layer_holds(self, name, removal):
-        _assert_crop_is_clamped(self, name, removal)
+    @parameterized.expand([("static",), ("static_sliding",), ("static_indexed",)])
+    def test_oversized_removal_empties_a_static_layer(self, name):
+        """Removing more tokens than a static layer holds empties it (its counters moving in place)."""
+        layer = CLAMP_LAYERS[name]()
+        layer.update(_tokens(0, 3), _tokens(0, 3))
+        if name == "static_indexed":
+            layer.update_indexer(_tokens(0, 3).view(1, 3, 1))
+        cumulative_length = layer.cumulative_length
+        layer.crop(-4)
+        self.assertIs(layer.cumulative_length, cumulative_length)
+        keys, _ = layer.update(_tokens(10, 2), _tokens(10, 2))
+        self.assertEqual(keys[0, 0, :2, 0].tolist(), [11.0, 12.0])
+        if name == "static_indexed":
+            self.assertEqual(layer.update_indexer(_tokens(10, 2).view(1, 2, 1))[0, :2, 0].tolist(), [11.0, 12.0])
 
-    def test_recording_sliding_window_is_emptied_by_an_oversized_removal(self):
+    def test_oversized_removal_empties_a_recording_sliding_window(self):
         """A full window that records its past (an assistant's cache) counts every token: its count stops at 0."""
         layer = DynamicSlidingWindowLayer(sliding_window=4)
         layer.activate_past_recording()
@@ -114,13 +125,16 @@ class CropClampTest(unittest.TestCase):
         layer.crop(0)
         layer.update(_tokens(6, 2), _tokens(6, 2))
         layer.crop(-20)
-        self.assertEqual((layer.get_seq_length(), layer.keys.shape[-2]), (0, 0))
         keys, _ = layer.update(_tokens(10, 2), _tokens(10, 2))
         self.assertEqual((layer.get_seq_length(), keys[0, 0, :, 0].tolist()), (2, [11.0, 12.0]))
 
 
 @require_torch
 class CropEdgesTest(unittest.TestCase):
+    @parameterized.expand([(name, removal) for name in CLAMP_LAYERS for removal in (-1, -4)])
+    def test_removal_is_clamped_to_what_the_layer_holds(self, name, removal):
+        _assert_crop_is_clamped(self, name, removal)
+
     @parameterized.expand(list(CLAMP_LAYERS))
     def test_removal_beyond_64_bits_empties_the_layer(self, name):
         _assert_crop_is_clamped(self, name, -(2**70))
@@ -519,27 +533,33 @@ class RecurrentStatesHistoryTest(unittest.TestCase):
         self.assertEqual(layer.recurrent_states_history, {0: []})
 
 
+@require_torch
+class StaticHybridLayerCropTest(unittest.TestCase):
+    @parameterized.expand([("full",), ("sliding",)])
+    def test_attention_part_forgets_the_removed_tokens(self, kind):
+        """A static hybrid layer crops its attention part too: the next tokens are stored after the kept ones."""
+        if kind == "full":
+            layer = LinearAttentionAndStaticFullAttentionLayer(max_cache_len=8)
+        else:
+            layer = LinearAttentionAndStaticSlidingWindowAttentionLayer(max_cache_len=8, sliding_window=8)
+        layer.activate_past_recording(recurrent_states_to_keep=3)
+        layer.update(_tokens(0, 3), _tokens(0, 3))
+        _forward(layer, 0, 3, 3)
+        layer.crop(-1)
+        keys, _ = layer.update(_tokens(10, 1), _tokens(10, 1))
+        self.assertEqual(keys[0, 0, :3, 0].tolist(), [1.0, 2.0, 11.0])
+        self.assertEqual(layer.recurrent_states[0].item(), 2.0)
+
+
 def _qwen3_next_and_llama_assistant():
     """A tiny Qwen3-Next main model and a tiny Llama assistant (float64) sharing its vocabulary, and their common config."""
     torch.manual_seed(0)
-    common = {"vocab_size": 32, "hidden_size": 32, "intermediate_size": 37, "num_attention_heads": 2}
-    model = Qwen3NextForCausalLM(
-        Qwen3NextConfig(
-            **common,
-            num_hidden_layers=2,
-            num_key_value_heads=1,
-            head_dim=16,
-            layer_types=["linear_attention", "full_attention"],
-            linear_num_value_heads=2,
-            linear_num_key_heads=2,
-            linear_key_head_dim=8,
-            linear_value_head_dim=8,
-            num_experts=0,
-            pad_token_id=0,
-        )
-    ).to(torch.float64)
-    assistant = LlamaForCausalLM(LlamaConfig(**common, num_hidden_layers=1, pad_token_id=0)).to(torch.float64)
-    return common, model, assistant
+    tiny = {"vocab_size": 32, "hidden_size": 32, "intermediate_size": 37, "num_attention_heads": 2, "pad_token_id": 0}
+    linear = {"linear_num_value_heads": 2, "linear_num_key_heads": 2, "linear_key_head_dim": 8, "num_experts": 0}
+    attention = {"num_key_value_heads": 1, "head_dim": 16, "full_attention_interval": 2}  # linear, then full attention
+    config = Qwen3NextConfig(**tiny, **linear, **attention, linear_value_head_dim=8, num_hidden_layers=2)
+    assistant = LlamaForCausalLM(LlamaConfig(**tiny, num_hidden_layers=1))
+    return tiny, Qwen3NextForCausalLM(config).to(torch.float64), assistant.to(torch.float64)
 
 
 @require_torch
@@ -557,7 +577,7 @@ class AssistedDecodingStatesTest(unittest.TestCase):
             self.assistant.generation_config.num_assistant_tokens = 3
             self.assistant.generation_config.assistant_confidence_threshold = 0.0  # draft every token
             input_ids, drafting = torch.tensor([[5, 9, 2, 7, 1]]), {"assistant_model": self.assistant}
-        kwargs = {"max_new_tokens": 12, "do_sample": False, "pad_token_id": 0}
+        kwargs = {"max_new_tokens": 12, "do_sample": False}
         greedy = self.model.generate(input_ids, **kwargs)
 
         rollbacks = []
@@ -594,7 +614,7 @@ class SlidingWindowAssistantTest(unittest.TestCase):
         assistant.generation_config.num_assistant_tokens = 3
         assistant.generation_config.assistant_confidence_threshold = 0.0
         input_ids = torch.tensor([[5, 9, 2, 7, 1]])
-        kwargs = {"max_new_tokens": 12, "do_sample": False, "pad_token_id": 0}
+        kwargs = {"max_new_tokens": 12, "do_sample": False}
         greedy = self.model.generate(input_ids, **kwargs)
 
         rounds = []

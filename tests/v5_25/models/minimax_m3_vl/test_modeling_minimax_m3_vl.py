@@ -36,12 +36,23 @@ def _tokens(length):
 
 @require_torch
 class MiniMaxM3VLSparseCacheCropTest(unittest.TestCase):
+    def test_oversized_removal_empties_the_static_index_buffer(self):
+        """Removing more tokens than the static layer holds empties its index buffer too."""
+        layer = MiniMaxM3VLSparseStaticCacheLayer(max_cache_len=8)
+        layer.update(_tokens(3), _tokens(3))
+        layer.update_index(_tokens(3))
+        layer.crop(-5)
+        self.assertEqual(layer.idx_cumulative_length.tolist(), [0])
+
+
+@require_torch
+class MiniMaxM3VLSparseCacheCropEdgesTest(unittest.TestCase):
     @parameterized.expand([("dynamic",), ("static",)])
     def test_index_keys_follow_the_kept_tokens(self, kind):
         layer = MiniMaxM3VLSparseCacheLayer() if kind == "dynamic" else MiniMaxM3VLSparseStaticCacheLayer(8)
         layer.update(_tokens(3), _tokens(3))
         layer.update_index(_tokens(3))
-        for removal, kept in ((-1, 2), (-5, 0)):
+        for removal, kept in ((-1, 2), (-5, 0), (-(2**70), 0)):
             layer.crop(removal)
             self.assertEqual(int(layer.get_seq_length()), kept)
             if kind == "dynamic":

@@ -1,35 +1,20 @@
 # Step 1 of the fix for transformers 5.25.x, in `transformers/cache_utils.py`: `crop` clamps oversized removals, so that
-# removing more tokens than a layer holds empties it instead of driving its counters negative (`DynamicLayer` already
-# does: slicing a shorter tensor empties it).
+# removing more tokens than a layer holds empties it instead of driving its counters negative (`DynamicLayer` and the
+# indexer of `DynamicIndexedLayer` already do: slicing a shorter tensor empties it).
 #
 # Each class below is named like the upstream class it changes and holds only the methods this step replaces; the
 # patcher installs them on the upstream classes at runtime and the exporter transplants them into upstream's file. The
-# classes here are never instantiated. `DynamicSlidingWindowLayer.crop` gains two statements before its first one: a
+# classes here are never instantiated. `DynamicSlidingWindowLayer.crop` gains one statement before its first one: a
 # codemod (see `cache_crop_fix.codemod`) rather than a copy of the method.
 
 CODEMODS = {
     "DynamicSlidingWindowLayer.crop": (
         "# If we are beyond the sliding window, we need to be more careful",
-        "# Clamp the removal to the tokens seen, so that `cumulative_length` never goes negative\n"
-        "if tokens_to_remove < 0:\n"
-        "    tokens_to_remove = max(tokens_to_remove, -self.cumulative_length)\n"
+        "# Removing more tokens than were seen removes them all (`cumulative_length` must not go negative)\n"
+        "tokens_to_remove = max(tokens_to_remove, -self.cumulative_length)\n"
         "# If we are beyond the sliding window, we need to be more careful",
     )
 }
-
-
-class DynamicIndexedLayer:
-    def crop(self, tokens_to_remove: int) -> None:
-        super().crop(tokens_to_remove)
-        if tokens_to_remove == 0:
-            return
-        # The indexer positions and keys cover the same tokens as the key and value states
-        new_length = self.get_seq_length()
-        if self.indexer_position_ids is not None:
-            self.indexer_position_ids = self.indexer_position_ids[..., :new_length]
-        if not self.is_indexer_initialized or self.indexer_keys.numel() == 0:
-            return
-        self.indexer_keys = self.indexer_keys[:, :new_length, :]
 
 
 class StaticLayer:
@@ -41,13 +26,11 @@ class StaticLayer:
             raise RuntimeError(
                 "Static layers can only be cropped by passing a negative int, to specify how many tokens to remove"
             )
-        # `generate` calls `crop(0)` after every forward: it launches no kernel
-        if tokens_to_remove == 0:
+        if tokens_to_remove == 0:  # `generate` calls `crop(0)` after every forward
             return
         # Note that we do not touch the actual `keys` and `values` tensors, we simply take care of updating `cumulative_length` so that
         # the next `update` will overwrite the stale states
-        # Note that has to be performed in-place, as we have a static address that we need to keep, and without reading it on the host
-        # (no device sync): removing more than `max_cache_len` tokens is removing `max_cache_len`, and the count stops at 0
+        # Note that has to be performed in-place, as we have a static address that we need to keep
         self.cumulative_length.sub_(min(-tokens_to_remove, self.max_cache_len)).clamp_(min=0)
 
 

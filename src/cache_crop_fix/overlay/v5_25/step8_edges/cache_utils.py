@@ -1,7 +1,8 @@
-# Step 7 of the fix for transformers 5.25.x, fork only, in `transformers/cache_utils.py`: the edges of
+# Step 8 of the fix for transformers 5.25.x, fork only, in `transformers/cache_utils.py`: the edges of
 # `DynamicLayer.crop` that `generate` does not reach. A layer without any token yet (the empty 1-D states
 # `early_initialization` leaves, as for `torch.export`) is left as it is instead of raising an `IndexError`, and a
-# removal beyond 64 bits empties the layer without the warning of a truncated slice bound.
+# removal beyond 64 bits empties the layer without the warning of a truncated slice bound (the indexer of
+# `DynamicIndexedLayer` is cut to the kept tokens for the same reason).
 #
 # Each class below is named like the upstream class it changes and holds only the methods this step replaces; the
 # patcher installs them on the upstream classes at runtime and the exporter transplants them into upstream's file. The
@@ -37,3 +38,17 @@ class DynamicLayer:
             return
         self.keys = keys
         self.values = self.values[..., :tokens_to_remove, :]
+
+
+class DynamicIndexedLayer:
+    def crop(self, tokens_to_remove: int) -> None:
+        super().crop(tokens_to_remove)
+        if tokens_to_remove == 0:
+            return
+        # The indexer positions and keys cover the same tokens as the key and value states
+        new_length = self.get_seq_length()
+        if self.indexer_position_ids is not None:
+            self.indexer_position_ids = self.indexer_position_ids[..., :new_length]
+        if not self.is_indexer_initialized or self.indexer_keys.numel() == 0:
+            return
+        self.indexer_keys = self.indexer_keys[:, :new_length, :]

@@ -1,4 +1,4 @@
-# Step 3 of the fix for transformers 5.25.x, in `transformers/models/unlimited_ocr/modeling_unlimited_ocr.py`: the static
+# Step 4 of the fix for transformers 5.25.x, in `transformers/models/unlimited_ocr/modeling_unlimited_ocr.py`: the static
 # reference sliding-window layer inherited `StaticSlidingWindowLayer.crop`, which only rolls the sliding window part back:
 # its prefill (reference) tokens were never removed. The exporter applies it to `modular_unlimited_ocr.py` as well.
 from typing import TYPE_CHECKING

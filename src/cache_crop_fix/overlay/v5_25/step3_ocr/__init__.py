@@ -1,1 +1,0 @@
-"""Step 3: UnlimitedOcr's static reference sliding-window layer removes its sliding tokens, then its prefill ones."""
