@@ -14,6 +14,7 @@ import unittest
 import warnings
 from unittest import mock
 
+import numpy as np
 from parameterized import parameterized
 
 from transformers import is_torch_available
@@ -1900,6 +1901,33 @@ class LinearAttentionHistoryTest(unittest.TestCase):
         # Their recorded conv states roll back by any number of recorded tokens
         cache.crop(-2)
         self.assertEqual(layer.conv_states[0].tolist(), [[[2.0, 3.0, 4.0]]])
+
+    @parameterized.expand(
+        [(kind, removal) for kind in ("conv", "recurrent") for removal in ("-3", "-5", "numpy", "tensor", "-2**70")]
+    )
+    def test_layer_recording_from_its_first_token_is_emptied_by_removing_them_all(self, kind, removal):
+        """A layer that recorded every token it holds knows their number: removing them all (or more, as any integer)
+        empties it, as a full rollback of the cache does, without a history."""
+        removal = {"numpy": np.int64(-5), "tensor": torch.tensor(-5), "-2**70": -(2**70)}.get(removal, removal)
+        layer = LinearAttentionLayer()
+        layer.activate_past_recording()
+        layer.update_conv_state(torch.tensor([[[1.0, 2.0, 3.0]]]), conv_kernel_size=2)
+        if kind == "recurrent":
+            layer.update_recurrent_state(torch.ones(1, 1))
+        layer.crop(int(removal) if isinstance(removal, str) else removal)
+        self.assertFalse(layer.has_previous_state[0])
+        # The next tokens start a new sequence, as in a layer that never saw the removed ones
+        self.assertEqual(layer.update_conv_state(torch.tensor([[[9.0]]]), conv_kernel_size=2).tolist(), [[[9.0]]])
+
+    def test_layer_recording_from_its_first_token_crops_into_its_kernel_window(self):
+        """Its conv states hold every token (after zeros), so any number of them can be removed."""
+        layer = LinearAttentionLayer()
+        layer.activate_past_recording()
+        layer.update_conv_state(torch.tensor([[[1.0, 2.0, 3.0]]]), conv_kernel_size=2)
+        layer.crop(-2)
+        self.assertEqual(
+            layer.update_conv_state(torch.tensor([[[9.0]]]), conv_kernel_size=2).tolist(), [[[0.0, 1.0, 9.0]]]
+        )
 
     def test_is_croppable_with_history(self):
         cache = _history_cache(history_length=2)

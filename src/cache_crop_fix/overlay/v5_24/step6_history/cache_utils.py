@@ -44,6 +44,11 @@ class LinearAttentionCacheLayerMixin:
             history_length (`int`, *optional*, defaults to 0):
                 How many updates can be undone on layers with recurrent states. It can only grow.
         """
+        if not self.record_past:
+            # A layer that records from its first token knows how many each of its states holds: removing them all
+            # resets it
+            has_past = any(self.has_previous_state.values())
+            self._num_recorded_tokens = None if has_past else dict.fromkeys(range(self.number_of_states), 0)
         self.record_past = True
         history = getattr(self, "history", None)
         if history_length > 0 and (history is None or history.maxlen < history_length):
@@ -109,7 +114,7 @@ class LinearAttentionCacheLayerMixin:
         rollback of the cache (see [`Cache.crop`]).
         """
         number_of_tokens = -tokens_to_remove
-        if number_of_tokens == 0:
+        if number_of_tokens == 0 or self._removes_every_token(number_of_tokens):
             return
         layer_name = self.__class__.__name__
         if any(self.is_recurrent_states_initialized.values()):
@@ -141,6 +146,13 @@ class LinearAttentionCacheLayerMixin:
             if not is_initialized:
                 continue
             recorded_tokens = self.conv_states[state_idx].shape[-1] - self.conv_kernel_size[state_idx]
+            num_recorded_tokens = getattr(self, "_num_recorded_tokens", None)
+            if (
+                num_recorded_tokens is not None
+                and self.conv_states[state_idx].shape[-1] >= num_recorded_tokens[state_idx]
+            ):
+                # The conv states hold every token since the first one (after zeros): any of them can be removed
+                recorded_tokens = num_recorded_tokens[state_idx]
             if recorded_tokens < number_of_tokens:
                 raise RuntimeError(
                     f"Cannot remove {number_of_tokens} token(s) from a `{layer_name}`: only {max(recorded_tokens, 0)} "
@@ -164,6 +176,13 @@ class LinearAttentionCacheLayerMixin:
         number_of_tokens = _get_number_of_tokens_to_remove(tokens_to_remove)
         # Class-qualified: in hybrid layers, `self._check_crop` also checks the attention part
         LinearAttentionCacheLayerMixin._check_crop(self, -number_of_tokens)
+        if number_of_tokens and self._removes_every_token(number_of_tokens):
+            LinearAttentionCacheLayerMixin.reset(self)
+            return
+        num_recorded_tokens = getattr(self, "_num_recorded_tokens", None)
+        if num_recorded_tokens is not None:
+            for state_idx, num_tokens in num_recorded_tokens.items():
+                num_recorded_tokens[state_idx] = max(num_tokens - number_of_tokens, 0)
         history = getattr(self, "history", None)
         if number_of_tokens == 0 or history is None or not any(self.is_recurrent_states_initialized.values()):
             self._crop_conv_states(number_of_tokens)
@@ -181,6 +200,12 @@ class LinearAttentionCacheLayerMixin:
             self.recurrent_states[0] = recurrent_state
             self.has_previous_state[0] = True
         self._history_conv_version = _tensor_version(self.conv_states[0])
+
+    def _removes_every_token(self, number_of_tokens: int) -> bool:
+        """Whether removing `number_of_tokens` tokens removes every token this layer holds (known when it has recorded
+        its past from its first token on, see `activate_past_recording`)."""
+        num_recorded_tokens = getattr(self, "_num_recorded_tokens", None) if self.record_past else None
+        return num_recorded_tokens is not None and number_of_tokens >= max(num_recorded_tokens.values())
 
     def _crop_conv_states(self, number_of_tokens: int) -> None:
         """Removes the last `number_of_tokens` recorded conv states, keeping the `conv_kernel_size` before them."""
@@ -215,6 +240,8 @@ class LinearAttentionCacheLayerMixin:
         if history is not None:
             history.clear()
             self._history_conv_version = _tensor_version(self.conv_states[0])
+        if self.record_past:
+            self._num_recorded_tokens = dict.fromkeys(range(self.number_of_states), 0)
 
     def reorder_cache(self, beam_idx: torch.LongTensor):
         """Reorders the cache for beam search, given the selected beam indices. The history, kept in the previous
@@ -264,6 +291,9 @@ class LinearAttentionLayer:
         history = getattr(self, "history", None)
         if history is not None and self.number_of_states == 1:
             self._push_history(conv_states.shape[-1])
+        # Only while recording (never compiled): a host count that moved every step would recompile a compiled forward
+        if self.record_past and getattr(self, "_num_recorded_tokens", None) is not None:
+            self._num_recorded_tokens[state_idx] += conv_states.shape[-1]
         kernel_size = self.conv_kernel_size[state_idx]
 
         if self.has_previous_state[state_idx]:
