@@ -127,6 +127,7 @@ def export(
             pr.unlink(missing_ok=True)  # a fork step is no pull request (it may have been one in an earlier table)
         steps.append(StepReport(plan, commit, changes, ruff, notes, pr if plan.upstream else None, 0))
         parent = commit.commit
+    _remove_stale_steps(the_base, dist, [step.commit.branch for step in steps], [s.pr for s in steps if s.pr], log)
     series, fork_version = finish_stack(
         the_base.repo,
         [step.commit for step in steps],
@@ -177,6 +178,23 @@ def export(
     )
 
 
+def _remove_stale_steps(base: Base, dist: Path, branches: list[str], texts: list[Path], log: Callable) -> None:
+    """Removes the patches and pull request texts of steps this stack no longer has (a step renamed or removed from
+    the table), and in a build folder of ours their branches: they would be taken for this stack's."""
+    current = {f"{branch}.patch" for branch in branches} | {text.name for text in texts}
+    for stale in sorted([*dist.glob("PR-*.md"), *dist.glob(f"{BRANCH}-[0-9]*.patch")]):
+        if stale.name not in current:
+            stale.unlink()
+    listed = git(base.repo, "for-each-ref", "--format=%(refname:short)", f"refs/heads/{BRANCH}-[0-9]*").split()
+    stale_branches = [branch for branch in listed if branch not in branches]
+    if stale_branches and base.is_sdist:
+        git(base.repo, "branch", "-D", *stale_branches)
+        log(f"removed the branches of steps this stack no longer has: {', '.join(stale_branches)}")
+    elif stale_branches:
+        # A checkout's branches are its owner's (they may back open pull requests)
+        log(f"branches of steps this stack no longer has, left as they are: {', '.join(stale_branches)}")
+
+
 def _target_of(repo: Path) -> Target:
     repo = Path(repo).resolve()
     version = base_version(repo, "HEAD") if (repo / ".git").exists() else None
@@ -194,7 +212,9 @@ def summary(report: ExportReport) -> str:
         state = "new" if commit.created else "up to date"
         line = (
             f"  {step.plan.step.kind:<8} {commit.branch:<28} {commit.commit[:10]} ({state}) {len(commit.files)} files "
-            f"+{commit.added}/-{commit.removed}, ruff {'clean' if step.ruff.ok else 'FAILED'}"
+            f"code +{commit.code[0]}/-{commit.code[1]}, tests +{commit.test_added}/-{commit.test_removed}"
+            + (f" ({commit.new_test_headers} of them new files' headers)" if commit.new_test_headers else "")
+            + f", ruff {'clean' if step.ruff.ok else 'FAILED'}"
         )
         if step.verification is not None:
             verification = step.verification
@@ -234,6 +254,8 @@ def summary(report: ExportReport) -> str:
         )
     if report.verification is not None:
         when = f"{report.verification.seconds:.0f} s" if report.verified_now else "not run now: the last one"
+        if report.verified_now and report.verification.phases:
+            when += ": " + ", ".join(f"{phase} {seconds:.0f} s" for phase, seconds in report.verification.phases.items())
         lines.append(f"verification ({when}): " + ("OK" if report.verification.ok else "FAILED"))
     lines += [
         f"fork branch {BRANCH}: the series, {len(report.steps) - len(upstream)} fork step(s) and one commit that versions "

@@ -38,6 +38,16 @@ class StepCommit:
     added: int  # lines, as `git diff --numstat` counts them
     removed: int
     patch: Path
+    test_added: int = 0  # of `added` and `removed`, the lines under `tests/`
+    test_removed: int = 0
+    # Of `test_added`, the license header and imports of the test files this commit creates: a pull request made from
+    # a checkout that has these files (`--repo`) does not add them
+    new_test_headers: int = 0
+
+    @property
+    def code(self) -> tuple[int, int]:
+        """Lines added and removed outside `tests/` (comments and docstrings included)."""
+        return self.added - self.test_added, self.removed - self.test_removed
 
 
 def contributor(repo: Path, author: str | None = None) -> tuple[tuple[str, str], bool]:
@@ -98,6 +108,8 @@ def commit_step(
     numstat = [line.split("\t") for line in git(repo, "diff", "--numstat", parent, commit).splitlines()]
     patch = dist_dir / f"{branch}.patch"
     write_if_changed(patch, git(repo, "format-patch", "-1", "--stdout", "--no-signature", commit))
+    tests = [(int(added), int(removed), path) for added, removed, path in numstat if path.startswith("tests/")]
+    new_tests = [path for _, _, path in tests if path in changes and not git(repo, "ls-tree", parent, "--", path)]
     return StepCommit(
         branch,
         commit,
@@ -107,7 +119,18 @@ def commit_step(
         sum(int(added) for added, _, _ in numstat),
         sum(int(removed) for _, removed, _ in numstat),
         patch,
+        sum(added for added, _, _ in tests),
+        sum(removed for _, removed, _ in tests),
+        sum(_header_lines(changes[path].source) for path in new_tests),
     )
+
+
+def _header_lines(source: str) -> int:
+    """The lines of a test file before its first function, class or decorator: license header and imports."""
+    for number, line in enumerate(source.splitlines()):
+        if re.match(r"(def |class |@)", line):
+            return number
+    return 0
 
 
 def _is_same(repo: Path, commit: str, parent: str, tree: str, message: str, author: tuple[str, str]) -> bool:

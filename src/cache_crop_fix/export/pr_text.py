@@ -73,7 +73,9 @@ def pr_text(
             "release; the others serve users who install the fork branch (`fix-cache-crop`).",
             "",
         ]
-    if plan.step.behaviour_changes:
+    if len(plan.step.behaviour_changes) == 1:
+        lines += [f"**Behaviour change:** {plan.step.behaviour_changes[0]}", ""]
+    elif plan.step.behaviour_changes:
         lines += ["## Behaviour changes", *(f"- {change}" for change in plan.step.behaviour_changes), ""]
     lines += ["## Tests"]
     lines += new_tests(plan)
@@ -100,9 +102,10 @@ def pr_text(
             counts.append(f"{api[0]} of {api[1]} tests of new API or wording fail (the API is new)")
         lines.append(f"- Against {against}: {'; '.join(counts)}.")
         skipped = f" ({verification.skipped()} skipped)" if verification.skipped() else ""
-        lines.append(
-            f"- With this PR, a wheel built from the branch in a clean venv passes all {len(verification.outcomes)} "
-            f"tests of this and the earlier PRs{skipped}."
+        checks.insert(
+            0,
+            f"- With this PR, transformers from the branch (its `src/`) passes all {len(verification.outcomes)} tests "
+            f"of this and the earlier PRs in a clean venv{skipped}.",
         )
         details = [
             "<details><summary>Per test class: failing against the previous state; checks</summary>",
@@ -131,7 +134,7 @@ def pr_text(
     return "\n".join(lines)
 
 
-def fold_long_code(summary: str, max_lines: int = 12) -> str:
+def fold_long_code(summary: str, max_lines: int = 10) -> str:
     """`summary` with each code block of more than `max_lines` lines folded in `<details>` (the reviewer reads the
     sentence before it and the output its comment announces; the block runs as it is)."""
 
