@@ -1,7 +1,8 @@
 """The reproductions in the pull request texts of the installed release's target print what their comments say.
 
 A print annotated `# <release>: <stock output>. With this PR: <fixed output>` must print `<fixed output>` with the fix
-(`ValueError` if it says so: the block then raises there) and something else on stock transformers. Each block runs in
+(`ValueError` if it says so: the block then raises there) and, on stock `<release>`, `<stock output>` (an exception name
+if the block raises it; a remark in parentheses or after ", and" is not compared). Each block runs in
 a fresh namespace, once on stock transformers and once with the fix, in this process (`cache_crop_fix.revert()` /
 `apply()`).
 """
@@ -20,6 +21,8 @@ from cache_crop_fix.targets import target_for
 TARGET = target_for(transformers.__version__)
 BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
 FIXED = re.compile(r"# [^#]*With this PR: (.+)$")
+STOCK = re.compile(r"# (\d+\.\d+\.\d+): (.+?)\. With this PR: ")
+EXCEPTION = re.compile(r"[A-Z]\w*Error")
 REPRODUCTIONS = [
     (step.branch, number, block)
     for step in TARGET.steps
@@ -49,6 +52,17 @@ def _expected(block: str) -> list[str]:
     ]
 
 
+def _stock_claims(block: str) -> tuple[str | None, list[str]]:
+    """The release the block's comments name and the stock outputs they announce, in order."""
+    release, claims = None, []
+    for line in block.splitlines():
+        if match := STOCK.search(line):
+            release = match.group(1)
+            claim = re.split(r" \(|, and ", match.group(2))[0]
+            claims += [value.strip() for value in claim.split(", then ")]
+    return release, claims
+
+
 def test_every_step_with_a_behaviour_change_shows_a_reproduction():
     # the clamp's and the history's texts at least; a step without a printed reproduction must say why in its text
     assert {branch for branch, _, _ in REPRODUCTIONS} >= {TARGET.steps[0].branch}
@@ -70,3 +84,11 @@ def test_reproduction_prints_what_its_comments_say(branch, number, block):
         assert fixed_error is None, fixed_error
         assert fixed[-len(expected) :] == expected, fixed
     assert (stock, type(stock_error)) != (fixed, type(fixed_error)), "the block shows no difference on stock"
+    release, claims = _stock_claims(block)
+    if release == transformers.__version__:
+        if EXCEPTION.fullmatch(claims[-1]):
+            assert type(stock_error).__name__ == claims[-1], (stock, stock_error)
+            assert stock[len(stock) - len(claims) + 1 :] == claims[:-1], stock
+        else:
+            assert stock_error is None, stock_error
+            assert stock[-len(claims) :] == claims, stock
