@@ -395,6 +395,25 @@ def measure_syncs() -> dict:
 SYNC_OPS = [("crop(0)", 0), ("crop(-1)", -1), ("crop(-L-1)", -11), ("crop(tensor(-1))", -1)]
 
 
+def measure_compile_frames() -> dict[tuple[str, str, str], int]:
+    """Frames torch.compile makes for 12 decode steps of a tiny hybrid model (`tests/test_compile.py`'s run, a counting
+    backend), stock and fixed: a cache that moved a host counter in its update path recompiled every step."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from tests.test_compile import _compiled_frames
+    from tests.tiny_models import tiny_qwen3_next
+
+    model, frames = tiny_qwen3_next(), {}
+    for variant in ("stock", "fixed"):
+        set_variant(variant)
+        for kind in ("static", "dynamic"):
+            for record in (False, True):
+                if record and kind == "static" and TARGET.name == "v5_14":
+                    continue  # 5.14 static caches cannot record their past
+                frames[(kind, "recording" if record else "plain", variant)] = _compiled_frames(model, kind, record)
+    cache_crop_fix.apply()
+    return frames
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Where the fixed path spends its time (each piece timed alone, with the fix applied)
 # ----------------------------------------------------------------------------------------------------------------
@@ -1000,6 +1019,24 @@ def write_report(args, sizes: Sizes, latency, breakdown, zero_copy, e2e, imports
     for name in dict.fromkeys(name for name, _, _ in sync_table):
         cells = [f"{sync_table[(name, op, 'stock')]} / {sync_table[(name, op, 'fixed')]}" for op, _ in SYNC_OPS]
         lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
+    frames = latency["compile_frames"]
+    lines += [
+        "",
+        "Frames torch.compile makes for 12 decode steps of a tiny Qwen3-Next (linear attention next to full "
+        "attention), its forward compiled with a counting backend (`tests/test_compile.py`, which asserts they are "
+        "equal); while recording, `crop(0)` after each step, as assisted decoding does. Stock / fixed:",
+        "",
+        "| cache | plain | recording |",
+        "|---|---|---|",
+    ]
+    for kind in ("static", "dynamic"):
+        cells = [
+            f"{frames[(kind, mode, 'stock')]} / {frames[(kind, mode, 'fixed')]}"
+            if (kind, mode, "stock") in frames
+            else "n/a"
+            for mode in ("plain", "recording")
+        ]
+        lines.append(f"| `{'StaticCache' if kind == 'static' else 'DynamicCache'}` | " + " | ".join(cells) + " |")
     lines += [
         "",
         "### Where the fixed path spends its time",
@@ -1232,6 +1269,8 @@ def main(argv: list[str] | None = None) -> int:
     latency = measure_latency(sizes, log)
     log("host syncs")
     latency["sync_table"] = measure_syncs()
+    log("compiled hybrid decode")
+    latency["compile_frames"] = measure_compile_frames()
     log("fixed path breakdown")
     breakdown = measure_breakdown(sizes)
     log("zero-copy")
