@@ -1919,16 +1919,6 @@ class LinearAttentionHistoryTest(unittest.TestCase):
         # The next tokens start a new sequence, as in a layer that never saw the removed ones
         self.assertEqual(layer.update_conv_state(torch.tensor([[[9.0]]]), conv_kernel_size=2).tolist(), [[[9.0]]])
 
-    def test_layer_recording_from_its_first_token_crops_into_its_kernel_window(self):
-        """Its conv states hold every token (after zeros), so any number of them can be removed."""
-        layer = LinearAttentionLayer()
-        layer.activate_past_recording()
-        layer.update_conv_state(torch.tensor([[[1.0, 2.0, 3.0]]]), conv_kernel_size=2)
-        layer.crop(-2)
-        self.assertEqual(
-            layer.update_conv_state(torch.tensor([[[9.0]]]), conv_kernel_size=2).tolist(), [[[0.0, 1.0, 9.0]]]
-        )
-
     def test_is_croppable_with_history(self):
         cache = _history_cache(history_length=2)
         _linear_forward(cache, [1, 2])

@@ -146,13 +146,6 @@ class LinearAttentionCacheLayerMixin:
             if not is_initialized:
                 continue
             recorded_tokens = self.conv_states[state_idx].shape[-1] - self.conv_kernel_size[state_idx]
-            num_recorded_tokens = getattr(self, "_num_recorded_tokens", None)
-            if (
-                num_recorded_tokens is not None
-                and self.conv_states[state_idx].shape[-1] >= num_recorded_tokens[state_idx]
-            ):
-                # The conv states hold every token since the first one (after zeros): any of them can be removed
-                recorded_tokens = num_recorded_tokens[state_idx]
             if recorded_tokens < number_of_tokens:
                 raise RuntimeError(
                     f"Cannot remove {number_of_tokens} token(s) from a `{layer_name}`: only {max(recorded_tokens, 0)} "
