@@ -567,24 +567,28 @@ class AssistedDecodingStatesTest(unittest.TestCase):
     def setUp(self):
         self.common, self.model, self.assistant = _qwen3_next_and_llama_assistant()
 
-    @parameterized.expand([("constant",), ("heuristic",), ("prompt_lookup",)])
-    def test_main_cache_holds_the_states_of_the_kept_tokens(self, drafter):
-        """An assistant with either schedule, or prompt lookup (a repeated prompt, so that it drafts), drafts 3 tokens."""
+    @parameterized.expand([("constant",), ("heuristic",), ("prompt_lookup",), ("hybrid_assistant",)])
+    def test_hybrid_cache_holds_the_states_of_the_kept_tokens(self, drafter):
+        """An assistant with either schedule, or prompt lookup (a repeated prompt, so that it drafts), drafts 3 tokens
+        for the hybrid main model; or the hybrid model drafts them as the assistant of an attention-only one."""
+        model, drafter_model = self.model, self.assistant
+        if drafter == "hybrid_assistant":
+            model, drafter_model, drafter = self.assistant, self.model, "constant"
         if drafter == "prompt_lookup":
             input_ids, drafting = torch.tensor([[5, 9, 2, 7, 1, 5, 9, 2, 7, 1]]), {"prompt_lookup_num_tokens": 3}
         else:
-            self.assistant.generation_config.num_assistant_tokens_schedule = drafter
-            self.assistant.generation_config.num_assistant_tokens = 3
-            self.assistant.generation_config.assistant_confidence_threshold = 0.0  # draft every token
-            input_ids, drafting = torch.tensor([[5, 9, 2, 7, 1]]), {"assistant_model": self.assistant}
+            drafter_model.generation_config.num_assistant_tokens_schedule = drafter
+            drafter_model.generation_config.num_assistant_tokens = 3
+            drafter_model.generation_config.assistant_confidence_threshold = 0.0  # draft every token
+            input_ids, drafting = torch.tensor([[5, 9, 2, 7, 1]]), {"assistant_model": drafter_model}
         kwargs = {"max_new_tokens": 12, "do_sample": False}
-        greedy = self.model.generate(input_ids, **kwargs)
+        greedy = model.generate(input_ids, **kwargs)
 
         rollbacks = []
 
         def crop(cache, tokens_to_remove):
             original_crop(cache, tokens_to_remove)
-            # The main model's cache (the assistant has no linear attention layer)
+            # The hybrid model's cache (the attention-only model has no linear attention layer)
             layer = cache.layers[0]
             if isinstance(layer, LinearAttentionLayer):
                 rollbacks.append(
@@ -593,7 +597,7 @@ class AssistedDecodingStatesTest(unittest.TestCase):
 
         original_crop = Cache.crop
         with mock.patch.object(Cache, "crop", autospec=True, side_effect=crop):
-            assisted = self.model.generate(input_ids, **drafting, **kwargs)
+            assisted = model.generate(input_ids, **drafting, **kwargs)
         self.assertEqual(assisted.tolist(), greedy.tolist())
         self.assertGreater(len(rollbacks), 2)
         for length, recurrent_states, conv_states in rollbacks:
