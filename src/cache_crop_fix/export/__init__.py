@@ -255,7 +255,9 @@ def summary(report: ExportReport) -> str:
     if report.verification is not None:
         when = f"{report.verification.seconds:.0f} s" if report.verified_now else "not run now: the last one"
         if report.verified_now and report.verification.phases:
-            when += ": " + ", ".join(f"{phase} {seconds:.0f} s" for phase, seconds in report.verification.phases.items())
+            when += ": " + ", ".join(
+                f"{phase} {seconds:.0f} s" for phase, seconds in report.verification.phases.items()
+            )
         lines.append(f"verification ({when}): " + ("OK" if report.verification.ok else "FAILED"))
     lines += [
         f"fork branch {BRANCH}: the series, {len(report.steps) - len(upstream)} fork step(s) and one commit that versions "

@@ -330,6 +330,7 @@ FINGERPRINTS: dict[str, frozenset[str]] = {
     "transformers.cache_utils.StaticIndexedLayer.crop": frozenset({"b2bd645bcb89e37f"}),
     "transformers.cache_utils.StaticLayer.crop": frozenset({"3765188a4ed38cf6"}),
     "transformers.cache_utils.StaticSlidingWindowLayer.crop": frozenset({"08845cd2cd669ff7"}),
+    "transformers.generation.candidate_generator.AssistedCandidateGenerator.__init__": frozenset({"0186fbe245717658"}),
     "transformers.generation.candidate_generator.AssistedCandidateGenerator._update_past_and_masks": frozenset(
         {"f79f4f17fa1a9f47"}
     ),

@@ -574,6 +574,7 @@ class AssistedDecodingStatesTest(unittest.TestCase):
         model, drafter_model = self.model, self.assistant
         if drafter == "hybrid_assistant":
             model, drafter_model, drafter = self.assistant, self.model, "constant"
+            model.generation_config.num_assistant_tokens = 1  # the assistant drafts (and records) its own count
         if drafter == "prompt_lookup":
             input_ids, drafting = torch.tensor([[5, 9, 2, 7, 1, 5, 9, 2, 7, 1]]), {"prompt_lookup_num_tokens": 3}
         else:
