@@ -243,6 +243,7 @@ STEPS = (
             "RefusedCropTest",
             "EncoderDecoderCacheCropTest",
             "UnlimitedOcrStaticRefusedCropTest",
+            "UnlimitedOcrDynamicCropCheckTest",
             "SlidingWindowAssistantTest",
         ),
         summary=(

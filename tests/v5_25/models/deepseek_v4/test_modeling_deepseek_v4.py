@@ -58,6 +58,14 @@ class DeepseekV4CacheCropTest(unittest.TestCase):
         layer.crop(-5)
         self.assertEqual((layer.get_seq_length(), layer.buffer_kv["compressor"]), (0, None))
 
+    def test_full_rollback_clears_the_overlap_states(self):
+        """CSA keeps the last window's states to overlap the next compressed one: a full rollback forgets them."""
+        layer = _filled(DeepseekV4CSACache)
+        window = torch.ones(1, 1, 1, 2, dtype=torch.float64)
+        layer.update_overlap_state("compressor", window, window, head_dim=1)
+        layer.crop(-3)
+        self.assertEqual((layer.overlap_kv["compressor"], layer.overlap_gate["compressor"]), (None, None))
+
     def test_assistant_cache_is_emptied_after_each_round(self):
         # As an assistant, DeepSeek-V4's compressed layers cannot remove the rejected drafts: every round empties their
         # window and compressor states (the assistant encodes the sequence again), and assisted decoding stays greedy

@@ -24,7 +24,11 @@ from transformers.testing_utils import require_torch
 if is_torch_available():
     import torch
 
-    from transformers.models.unlimited_ocr.modeling_unlimited_ocr import UnlimitedOcrStaticReferenceSlidingWindowLayer
+    from transformers.cache_utils import Cache
+    from transformers.models.unlimited_ocr.modeling_unlimited_ocr import (
+        UnlimitedOcrDynamicReferenceSlidingWindowLayer,
+        UnlimitedOcrStaticReferenceSlidingWindowLayer,
+    )
 
 
 def _tokens(start, length):
@@ -79,3 +83,16 @@ class UnlimitedOcrStaticRefusedCropTest(unittest.TestCase):
         layer.crop(-6)
         self.assertEqual((layer.keys.count_nonzero().item(), layer.values.count_nonzero().item()), (0, 0))
         self.assertEqual(layer.prefill_keys[0, 0, :, 0].tolist(), [1.0, 2.0])
+
+
+@require_torch
+class UnlimitedOcrDynamicCropCheckTest(unittest.TestCase):
+    def test_window_counts_the_decoded_tokens_only(self):
+        """3 decoded tokens in a window of 4 can be cropped, however many prefill tokens come before them."""
+        cache = Cache(layers=[UnlimitedOcrDynamicReferenceSlidingWindowLayer(sliding_window=4)])
+        cache.update(_tokens(0, 2), _tokens(0, 2), 0)  # the prefill (reference) tokens
+        for position in range(2, 5):
+            cache.update(_tokens(position, 1), _tokens(position, 1), 0)
+        cache.crop(-1)
+        keys, _ = cache.update(_tokens(10, 1), _tokens(10, 1), 0)
+        self.assertEqual(keys[0, 0, :, 0].tolist(), [1.0, 2.0, 3.0, 4.0, 11.0])
