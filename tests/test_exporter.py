@@ -789,8 +789,8 @@ def test_pr_text_lists_only_the_test_files_of_its_step():
 
 
 # --------------------------------------------------------------------------------------------------------------------
-# End to end: the default path (PyPI sdist -> stack -> a wheel per step -> isolated venv -> exported tests), then the
-# same stack exported with --repo into a checkout that already has upstream's test file
+# End to end: the default path (PyPI sdist -> stack -> each step's src/ and a wheel of the top -> isolated venv ->
+# exported tests), then the same stack exported with --repo into a checkout that already has upstream's test file
 
 
 @pytest.mark.skipif(os.environ.get("CACHE_CROP_FIX_SKIP_E2E") == "1", reason="CACHE_CROP_FIX_SKIP_E2E=1")
@@ -812,7 +812,8 @@ def test_end_to_end_default_path(tmp_path):
     for step in report.verification.steps:
         assert (step.smoke["step"]["crop(0)"], step.smoke["step"]["crop(-5)"]) == (0, 0)
         assert not step.smoke["step"]["overlay_importable"]
-        # Every test passes with the step's wheel (the quantization backends are installed: nothing is skipped)
+        # Every test passes with the step (its src/, the top one as a wheel; the quantization backends are installed:
+        # nothing is skipped)
         assert set(step.outcomes.values()) == {"passed"}
     first = report.verification.steps[0]
     assert (first.smoke["previous"]["crop(0)"], first.smoke["previous"]["crop(-5)"]) == (3, 1)
