@@ -403,6 +403,19 @@ class LinearAttentionHistoryTest(unittest.TestCase):
         layer.crop(-1)
         self.assertEqual(layer.recurrent_states[0].item(), 22.0)
 
+    def test_state_written_in_place_during_a_forward_is_no_rollback_point(self):
+        """Mamba-1 mixers update the cached state in place in a forward that continues the cache: the state from before
+        that forward is gone, so removing the whole forward refuses (the states it handed over still restore)."""
+        layer = _recording_layer(3)
+        _forward(layer, 0, 3, 3)
+        layer.update_conv_state(_tokens(3, 3).view(1, 1, 3), conv_kernel_size=2)
+        layer.recurrent_states[0].add_(1.0)  # the model's in-place update, before it hands its states over
+        layer.update_recurrent_state([torch.full((1, 1), p + 1.0, dtype=torch.float64) for p in (3, 4, 5)])
+        with self.assertRaisesRegex(ValueError, "can only be rolled back by 2 token"):
+            layer.crop(-3)
+        layer.crop(-2)
+        self.assertEqual(layer.recurrent_states[0].item(), 4.0)
+
     def test_reorder_cache_reorders_the_history(self):
         # Beam search: the states to restore follow their beam
         layer = _recording_layer(3)

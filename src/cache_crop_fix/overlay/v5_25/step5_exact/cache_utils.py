@@ -30,6 +30,14 @@ if TYPE_CHECKING:
     )
 
 
+def _version(tensor: torch.Tensor) -> int | None:
+    """The version counter of `tensor` (every in-place write moves it), or `None` if it has none (inference tensors) or
+    is being compiled (dynamo would guard on it and recompile every step)."""
+    if torch.compiler.is_compiling() or torch.is_inference(tensor):
+        return None
+    return tensor._version
+
+
 class CacheLayerMixin:
     def _check_crop(self, tokens_to_remove: int) -> None:
         """
@@ -59,6 +67,8 @@ class LinearAttentionCacheLayerMixin:
         # state is at
         self.num_tokens_linear = 0
         self.recurrent_states_num_tokens = dict.fromkeys(range(number_of_states), 0)
+        # While recording, the version counter of each cached recurrent state as a forward starts (see `_extend_history`)
+        self.recurrent_states_versions = dict.fromkeys(range(number_of_states))
         self.device = None
         self.dtype = None
         self.record_past = False
@@ -229,6 +239,10 @@ class LinearAttentionLayer:
             self.cumulative_length_linear.add_(num_new_tokens)
             if self.record_past:
                 self.num_tokens_linear += num_new_tokens
+        if self.record_past and self.is_recurrent_states_initialized[state_idx]:
+            # The conv update opens the forward of every model: the cached recurrent state must still be this one when
+            # the forward hands its states over
+            self.recurrent_states_versions[state_idx] = _version(self.recurrent_states[state_idx])
 
         kernel_size = self.conv_kernel_size[state_idx]
         if self.has_previous_state[state_idx]:
@@ -286,7 +300,11 @@ class LinearAttentionLayer:
         history keeps the last `recurrent_states_to_keep` of them.
         """
         history = self.recurrent_states_history[state_idx]
-        if not self.is_conv_states_initialized[0] or num_new_tokens == len(intermediate_states) + 1:
+        # A model that wrote the cached state in place during the forward (the per-token path of Mamba-1 mixers) left no
+        # state from before it: the cached one is no rollback point then
+        version, self.recurrent_states_versions[state_idx] = self.recurrent_states_versions[state_idx], None
+        written = version is not None and _version(self.recurrent_states[state_idx]) != version
+        if not written and (not self.is_conv_states_initialized[0] or num_new_tokens == len(intermediate_states) + 1):
             # A copy: the cached state is overwritten in place
             history.append(self.recurrent_states[state_idx].clone())
         else:
