@@ -564,6 +564,19 @@ class StaticHybridLayerCropTest(unittest.TestCase):
         self.assertEqual(layer.recurrent_states[0].item(), 2.0)
 
 
+@require_torch
+class StaticIndexedLayerPositionsCropTest(unittest.TestCase):
+    def test_indexer_positions_follow_the_kept_tokens(self):
+        """Qwen4-Exp keeps the (3-D) positions of the cached tokens in `indexer_position_ids`."""
+        layer = StaticIndexedLayer(max_cache_len=8)
+        layer.update(_tokens(0, 3), _tokens(0, 3))
+        layer.indexer_position_ids = torch.arange(3).expand(3, 1, 3)  # as the model sets them
+        layer.crop(-1)
+        self.assertEqual(layer.indexer_position_ids.tolist(), [[[0, 1]]] * 3)
+        layer.crop(-5)
+        self.assertEqual(layer.indexer_position_ids.shape, (3, 1, 0))
+
+
 def _qwen3_next_and_llama_assistant():
     """A tiny Qwen3-Next main model and a tiny Llama assistant (float64) sharing its vocabulary, and their common config."""
     torch.manual_seed(0)
