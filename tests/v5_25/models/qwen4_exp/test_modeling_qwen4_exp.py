@@ -69,11 +69,15 @@ class Qwen4ExpStaticCacheAssistedDecodingTest(unittest.TestCase):
             experts_implementation="eager",  # the grouped matmuls have no float64 kernel
         )
         model = Qwen4ExpForCausalLM(config).eval().to(torch.float64)
-        assistant = LlamaForCausalLM(
-            LlamaConfig(
-                vocab_size=64, hidden_size=32, intermediate_size=37, num_attention_heads=2, num_hidden_layers=1
+        assistant = (
+            LlamaForCausalLM(
+                LlamaConfig(
+                    vocab_size=64, hidden_size=32, intermediate_size=37, num_attention_heads=2, num_hidden_layers=1
+                )
             )
-        ).eval().to(torch.float64)
+            .eval()
+            .to(torch.float64)
+        )
         assistant.generation_config.num_assistant_tokens = 3
         assistant.generation_config.assistant_confidence_threshold = 0.0
         input_ids = torch.randint(2, 63, (1, 12), generator=torch.Generator().manual_seed(1))
