@@ -246,7 +246,7 @@ STEPS = (
         "step6_exact",
         "6-fork-exact",
         "Roll linear attention layers back exactly, or refuse before anything changes",
-        tests=("LinearAttentionHistoryTest",),
+        tests=("LinearAttentionHistoryTest", "GrowingScheduleAssistedDecodingTest"),
         summary=(
             "5.25 rolls linear attention layers back through the per-token states the models hand over "
             "(`recurrent_states_to_keep`), but restores the wrong one when a forward has more tokens than that "

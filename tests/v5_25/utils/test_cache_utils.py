@@ -12,6 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
+import copy
 import unittest
 import warnings
 from unittest import mock
@@ -631,6 +632,49 @@ class AssistedDecodingStatesTest(unittest.TestCase):
             fresh = self.model(greedy[:, :length], use_cache=True).cache.layers[0]
             torch.testing.assert_close(recurrent_states, fresh.recurrent_states[0])
             torch.testing.assert_close(conv_states[..., -fresh.conv_states[0].shape[-1] :], fresh.conv_states[0])
+
+
+@require_torch
+class GrowingScheduleAssistedDecodingTest(unittest.TestCase):
+    def test_main_cache_rolls_back_the_drafts_of_a_schedule_that_grew(self):
+        """A noisy copy of the model drafts 1 token, then 3 (the heuristic schedule grew), which are all rejected: each
+        round records the states of its own drafts, and both caches hold the states of the kept tokens."""
+        _, model, _ = _qwen3_next_and_llama_assistant()
+        assistant = copy.deepcopy(model)
+        generator = torch.Generator().manual_seed(0)
+        with torch.no_grad():
+            for parameter in assistant.parameters():
+                noise = torch.randn(parameter.shape, generator=generator, dtype=parameter.dtype)
+                parameter.add_(noise * 0.1 * parameter.std() if parameter.numel() > 1 else 0)
+        assistant.generation_config.num_assistant_tokens_schedule = "heuristic"
+        assistant.generation_config.num_assistant_tokens = 1
+        assistant.generation_config.assistant_confidence_threshold = 0.0
+        rounds, rollbacks = [], []
+        original_update, original_crop = AssistedCandidateGenerator.update_candidate_strategy, Cache.crop
+
+        def update_candidate_strategy(generator, input_ids, scores, num_matches):
+            rounds.append((scores.shape[1] - 1, num_matches))
+            return original_update(generator, input_ids, scores, num_matches)
+
+        def crop(cache, tokens_to_remove):
+            original_crop(cache, tokens_to_remove)
+            rollbacks.append((cache, int(cache.get_seq_length()), cache.layers[0].recurrent_states[0].clone()))
+
+        input_ids = torch.tensor([[5, 9, 2, 7, 1]])
+        greedy = model.generate(input_ids, max_new_tokens=12, do_sample=False)
+        with (
+            mock.patch.object(AssistedCandidateGenerator, "update_candidate_strategy", update_candidate_strategy),
+            mock.patch.object(Cache, "crop", autospec=True, side_effect=crop),
+        ):
+            output = model.generate(
+                input_ids, assistant_model=assistant, max_new_tokens=12, do_sample=False, return_dict_in_generate=True
+            )
+        self.assertEqual(output.sequences.tolist(), greedy.tolist())
+        self.assertIn((3, 0), rounds)  # three drafts, all rejected (a set-up check: pick another seed if it fails)
+        for cache, length, recurrent_states in rollbacks:
+            owner = model if cache is output.past_key_values else assistant
+            fresh = owner(greedy[:, :length], use_cache=True).cache.layers[0]
+            torch.testing.assert_close(recurrent_states, fresh.recurrent_states[0])
 
 
 @require_torch
