@@ -25,7 +25,6 @@ if TYPE_CHECKING:
         DynamicLayer,
         DynamicSlidingWindowLayer,
         LinearAttentionLayer,
-        StaticLayer,
         StaticSlidingWindowLayer,
     )
 
@@ -332,12 +331,6 @@ class LinearAttentionAndSlidingWindowAttentionLayer:
             )
         LinearAttentionLayer.crop(self, tokens_to_remove)
         DynamicSlidingWindowLayer.crop(self, tokens_to_remove)
-
-
-class LinearAttentionAndStaticFullAttentionLayer:
-    def crop(self, tokens_to_remove: int) -> None:
-        LinearAttentionLayer.crop(self, tokens_to_remove)
-        StaticLayer.crop(self, tokens_to_remove)
 
 
 class LinearAttentionAndStaticSlidingWindowAttentionLayer:
