@@ -283,7 +283,7 @@ def verify_stack(
     wheel_cache = venv.parent / f"{venv.name}-wheels"
     # The steps run from their `src/` (what changes between them is a few files); the top of the stack, which people
     # install, runs from a wheel built from it, so that its packaging is checked too
-    for plan, commit in zip(plans[:-1], commits):
+    for commit in commits[:-1]:
         sites.append(_source_step(repo, commit.commit, wheel_cache / commit.commit[:16]))
     log(f"building and installing the wheel of {commits[-1].branch} (the other steps run from their src/)")
     phases = {"venv and sources": time.monotonic() - start}
