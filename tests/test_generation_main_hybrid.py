@@ -18,25 +18,35 @@
 models here are tiny randomly initialised models built from configs, in float64, runnable on CPU without kernels; the
 assistant is a tiny Llama sharing their vocabulary, either with its own random weights (its drafts are nearly always
 all rejected) or with the embeddings and the head of the main model (some drafts are accepted, so the heuristic
-schedule grows). For every case the tests check that
+schedule grows), or a noisy copy of the main model (`GROWING_NOISE`); prompt lookup needs no assistant. Every case
+runs with the default dynamic cache and with a static one (`cache_implementation="static"`, the main cache only). For
+every case the tests check that
 
 - the output equals plain greedy decoding (whose logits are checked to have no near-tie),
 - after EVERY round (a spy on `Cache.crop` of the main cache), every layer of the main cache equals that of a fresh
-  cache built by one forward pass of the main model over exactly the tokens it must hold (all but the last token of
-  the new `input_ids`): attention keys and values, the recurrent states and the last `conv_kernel_size` columns of the
-  conv states, and the lengths. The outputs alone can hide a wrong state,
+  dynamic cache built by one forward pass of the main model over exactly the tokens it must hold (all but the last
+  token of the new `input_ids`): attention keys and values (of a static layer, its first `get_seq_length()` slots: the
+  ones beyond are left as they are, see `_held_tokens`), the keys and positions of sparse attention indexers, the
+  recurrent states and the last `conv_kernel_size` columns of the conv states, and the lengths. The outputs alone can
+  hide a wrong state,
 - with the random assistant, some rounds rejected every draft (with the noisy copy, one drafted and rejected more
   tokens than the cache was first told to record).
 
-Main models (every family tried builds from a tiny config and runs in float64 on CPU without kernels): Qwen3-Next,
-Qwen3.5 (text), OLMo-hybrid, Kimi-Linear, LFM2, Mamba, FalconMamba, Jamba, Mamba2, Bamba, NemotronH, FalconH1,
-GraniteMoeHybrid, Zamba2. Not here: none left out (Kimi-Linear needs as many key/value heads as attention heads, see
-`MAIN_MODELS`). A tiny Llama main model runs through the same harness as a control: it passes on stock.
+Main models, every family whose 5.25 modeling code hands states to the cache (`update_recurrent_state` or
+`update_conv_state`), each from a tiny config, in float64 on CPU without kernels: Qwen3-Next, Qwen3.5 (text),
+Qwen3.5-MoE (text), Lara-mini, Qwen4-Exp (text, with its PLE, n-gram and indexer), OLMo-hybrid, Kimi-Linear,
+Bailing-hybrid, GLM-5-Next (the multimodal model with a tiny vision tower, text only), LFM2, LFM2-MoE, LFM3, Inkling,
+Inkling-2, Inkling-2-loop, Zaya, Mamba, FalconMamba, Jamba, Mamba2, Bamba, NemotronH, FalconH1, GraniteMoeHybrid,
+Zamba, Zamba2. Upstream problems of their own (`KNOWN_UPSTREAM_FAILURES`) skip a few cases, with the reason. A tiny
+Llama main model runs through the same harness as a control: it passes on stock.
 
 On stock 5.25 most cases fail, mostly on the states (the outputs of tiny random models often survive a wrong state):
 with N drafts the verification forward pass has N + 1 tokens but the history keeps N rollback points, so rejecting
 every draft restores the state before the forward pass; the heuristic schedule drafts more than N tokens and `crop`
-raises `IndexError` (`growing_heuristic`, every model with recurrent states).
+raises `IndexError` (`growing_heuristic`, every model with recurrent states). With a static cache, the hybrid layers
+do not crop their attention part (the cache overflows: `IndexError` in `index_copy_`, or wrong keys) and Qwen4-Exp
+keeps the indexer positions of rejected tokens. The models with convolutions only pass on stock (LFM2, LFM2-MoE,
+LFM3, and the three Inkling models with a dynamic cache).
 """
 
 import copy
@@ -61,7 +71,7 @@ if is_torch_available():
     import torch
 
     from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM
-    from transformers.cache_utils import Cache, CacheLayerMixin, LinearAttentionCacheLayerMixin
+    from transformers.cache_utils import Cache, CacheLayerMixin, LinearAttentionCacheLayerMixin, StaticLayer
 
 
 VOCAB_SIZE = 64
@@ -86,6 +96,20 @@ MAMBA2 = {"mamba_n_heads": 4, "mamba_d_head": 16, "mamba_d_state": 8, "mamba_n_g
 # token off would pass. Larger weights make one token change them by hundreds to tens of thousands of times it
 MAMBA2_INIT = {"initializer_range": 0.1}
 MOE = {"num_experts_per_tok": 2, "moe_intermediate_size": 16}
+INKLING2 = {
+    **ATTENTION,
+    **MOE,
+    "head_dim": 8,
+    "unpadded_vocab_size": VOCAB_SIZE,
+    "swa_num_attention_heads": 4,
+    "swa_num_key_value_heads": 2,
+    "swa_head_dim": 8,
+    "sliding_window_size": 4,
+    "d_rel": 4,
+    "rel_extent": 16,
+    "n_routed_experts": 4,
+    "n_layers_per_attn_res_block": 1,
+}
 # model name -> (config class, model class, config arguments besides `COMMON`)
 MAIN_MODELS = {
     # Gated delta rule: conv and recurrent states, next to full attention
@@ -202,6 +226,196 @@ MAIN_MODELS = {
             "num_mem_blocks": 1,
         },
     ),
+    "zamba": (
+        "ZambaConfig",
+        "ZambaForCausalLM",
+        {
+            **ATTENTION,
+            # Also its Mamba (1) mixers: with the default range, no noisy copy found drafts and rejects more than
+            # `GROWING_START` tokens (scales 0.1 to 3, 30 seeds each)
+            **MAMBA2_INIT,
+            "n_mamba_heads": 2,
+            "mamba_d_state": 8,
+            "mamba_d_conv": 4,
+            # Every hybrid layer runs a Mamba mixer, then the shared attention block, whose weights are tied across
+            # hybrid layers: with a single hybrid layer there is nothing to tie to and the model does not build
+            "layers_block_type": ["hybrid", "hybrid"],
+        },
+    ),
+    # Gated delta rule, continued
+    "qwen3_5_moe": (
+        "Qwen3_5MoeTextConfig",
+        "Qwen3_5MoeForCausalLM",
+        {**GATED_DELTA_NET, **MOE, "head_dim": 8, "num_experts": 4, "shared_expert_intermediate_size": 16},
+    ),
+    "lara_mini": (
+        "LaraMiniConfig",
+        "LaraMiniForCausalLM",
+        {**GATED_DELTA_NET, **MOE, "head_dim": 8, "num_experts": 4, "shared_expert_intermediate_size": 16},
+    ),
+    "qwen4_exp": (
+        "Qwen4ExpTextConfig",
+        "Qwen4ExpForCausalLM",
+        {
+            **GATED_DELTA_NET,
+            **MOE,
+            "head_dim": 8,
+            "layer_types": ["linear_attention", "indexed_attention"],
+            "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 1, 1]},
+            "num_experts": 4,
+            "shared_expert_intermediate_size": 16,
+            "hc_count": 2,
+            "hc_lowrank": 8,
+            "ple_layer_ids": [1],
+            "ple_embed_dim": 32,
+            "ple_conv_kernel_size": 2,
+            "ngram_size": 2,
+            "heads_per_ngram": 2,
+            "ngram_vocab_size_base": 101,
+            "make_ngram_vocab_size_divisible_by": 8,
+            "split_ngram_parts": 1,
+            "indexer_n_heads": 2,
+            "indexer_kv_heads": 1,
+            "indexer_head_dim": 8,
+            # 2 blocks of 2 tokens out of the 10 or so the cache holds: the indexer selects
+            "indexer_budget": 4,
+            "indexer_compress_ratio": 2,
+            # PLE requires an end-of-sequence token (generation ignores it: see `_set_generation_config`)
+            "eos_token_id": VOCAB_SIZE - 1,
+        },
+    ),
+    # Kimi delta attention next to MLA
+    "bailing_hybrid": (
+        "BailingHybridConfig",
+        "BailingHybridForCausalLM",
+        {
+            **ATTENTION,
+            **MOE,
+            "num_key_value_heads": 4,
+            "head_dim": 8,
+            "kv_lora_rank": 8,
+            "q_lora_rank": None,
+            "qk_rope_head_dim": 4,
+            "v_head_dim": 8,
+            "qk_nope_head_dim": 4,
+            "num_local_experts": 4,
+            "n_group": 1,
+            "topk_group": 1,
+            "num_mtp_layers": 0,
+            "layer_types": ["linear_attention", "full_attention"],
+            "mlp_layer_types": ["dense", "sparse"],
+        },
+    ),
+    "glm5_next": (
+        "Glm5NextConfig",
+        "Glm5NextForConditionalGeneration",
+        {
+            **ATTENTION,
+            **MOE,
+            "num_key_value_heads": 4,
+            "kv_lora_rank": 8,
+            "q_lora_rank": 16,
+            "v_head_dim": 8,
+            "qk_nope_head_dim": 8,
+            "n_routed_experts": 4,
+            # 2 pools of 2 tokens out of the 10 or so the cache holds: the indexer selects
+            "index_topk": 4,
+            "index_kpool": 2,
+            "index_head_dim": 8,
+            "index_n_heads": 2,
+            "linear_head_dim": 8,
+            "linear_num_heads": 2,
+            "hc_mult": 2,
+            "layer_types": ["linear_attention", "indexed_attention"],
+            "mlp_layer_types": ["dense", "sparse"],
+            "vision_config": {
+                "depth": 1,
+                "hidden_size": 16,
+                "num_heads": 2,
+                "intermediate_size": 16,
+                "out_hidden_size": 32,
+                "projection_intermediate_size": 16,
+            },
+        },
+    ),
+    # Short convolutions only, continued
+    "lfm2_moe": (
+        "Lfm2MoeConfig",
+        "Lfm2MoeForCausalLM",
+        {
+            **ATTENTION,
+            **MOE,
+            "layer_types": ["conv", "full_attention"],
+            "conv_L_cache": 3,
+            "num_experts": 4,
+            "num_dense_layers": 1,
+        },
+    ),
+    "lfm3": (
+        "Lfm3Config",
+        "Lfm3ForCausalLM",
+        {**ATTENTION, "head_dim": 8, "layer_types": ["conv", "full_attention"], "conv_L_cache": 3},
+    ),
+    # Hybrid layers: short convolutions inside every attention layer (4 conv states each), local and global
+    "inkling": (
+        "InklingTextConfig",
+        "InklingForCausalLM",
+        {
+            **ATTENTION,
+            **MOE,
+            "head_dim": 8,
+            "swa_num_attention_heads": 4,
+            "swa_num_key_value_heads": 2,
+            "swa_head_dim": 8,
+            "sliding_window_size": 4,
+            "d_rel": 4,
+            "rel_extent": 16,
+            "local_layer_ids": [0],
+            "n_routed_experts": 4,
+            "n_shared_experts": 1,
+            "mlp_layer_types": ["dense", "sparse"],
+            "max_position_embeddings": 128,
+            "logits_mup_width_multiplier": 1.0,
+        },
+    ),
+    "inkling2": (
+        "Inkling2TextConfig",
+        "Inkling2ForCausalLM",
+        {**INKLING2, "layer_types": ["hybrid_sliding", "hybrid"]},
+    ),
+    "inkling2_loop": (
+        "Inkling2LoopTextConfig",
+        "Inkling2LoopForCausalLM",
+        {
+            **INKLING2,
+            "layer_types": ["hybrid_sliding", "hybrid"],
+            # The second layer runs twice (3 cache layers)
+            "loop_layer_index_start": 1,
+            "loop_layer_index_end": 2,
+            "loop_num_passes": 2,
+            "loop_gate_rank": 4,
+        },
+    ),
+    # Hybrid layers: CCA (convolutions and a delayed value state) inside attention
+    "zaya": (
+        "ZayaConfig",
+        "ZayaForCausalLM",
+        {
+            **ATTENTION,
+            "head_dim": 8,
+            "moe_intermediate_size": 16,
+            "num_experts": 4,
+            "num_experts_per_tok": 1,
+            "router_hidden_size": 8,
+        },
+    ),
+}
+# Parameters of modules that upcast their input to float32 and take their weights as they are (float32 once loaded
+# or built, by `_keep_in_fp32_modules_strict` or `dtype=torch.float32`): put back in float32 after `.to(MODEL_DTYPE)`
+INKLING2_ROUTER = ("mlp.gate.weight", "mlp.gate.e_score_correction_bias")
+FLOAT32_PARAMETERS = {
+    "inkling2": INKLING2_ROUTER,
+    "inkling2_loop": (*INKLING2_ROUTER, "forget_gate_proj.weight", "message_gate_proj.weight"),
 }
 # The harness itself on an attention-only main model, whose rollback (`DynamicLayer.crop`) is right on stock 5.25
 CONTROL_MODELS = {"llama": ("LlamaConfig", "LlamaForCausalLM", ATTENTION)}
@@ -215,6 +429,67 @@ MODES = {
     "shared_heuristic": {"assistant": "shared", "num_assistant_tokens_schedule": "heuristic"},
     "prompt_lookup": {"prompt_lookup_num_tokens": NUM_ASSISTANT_TOKENS},
     "growing_heuristic": {"assistant": "noisy_copy", "num_assistant_tokens_schedule": "heuristic"},
+}
+# With a static main cache (`cache_implementation="static"`)
+STATIC_MODES = MODES
+# A static sliding window layer cannot be rolled back once it has evicted a token (`is_croppable` is False: `generate`
+# refuses assisted decoding, see `test_static_sliding_window_shorter_than_the_cache_is_refused`). With a static cache,
+# the models whose window is shorter than the cache run with a window covering it (their own `GROWING_NOISE` entries)
+STATIC_WINDOW = {"sliding_window_size": PROMPT_LENGTH + MAX_NEW_TOKENS}
+STATIC_VARIANTS = {"inkling": STATIC_WINDOW, "inkling2": STATIC_WINDOW, "inkling2_loop": STATIC_WINDOW}
+# Cases that fail with the fix for upstream problems of their own (fixed apart): skipped, with the reason.
+# Zamba and Zaya hand the cache only the last recurrent state of a multi-token forward pass (the history gets nothing
+# to roll back to): the fix refuses a partial crop (ValueError) rather than restore a wrong state
+LAST_STATE_ONLY = "hands the cache only the last state of a multi-token forward pass: a partial rollback is refused"
+# Zamba's Mamba mixer restarts from zeros when a multi-token forward pass continues a cache (drafts all accepted)
+ZAMBA_RESTARTS = "its multi-token forward pass continuing a cache ignores the cached SSM state (wrong states)"
+# Prompt lookup lets a draft end at `max_length` (`end_idx = min(..., self.max_length)`): the verification forward
+# pass writes one token past the static cache (`max_length - 1` slots)
+LOOKUP_OVERFLOW = "prompt lookup drafts one token more than the static cache holds (IndexError in `index_copy_`)"
+# A prompt lookup round without a draft runs one token, for which the hybrid models skip the causal mask: with a
+# static cache, attention then reads every slot, the unused and stale ones included (the states are right, the tokens
+# differ from greedy)
+LOOKUP_NO_MASK = "single-token rounds of prompt lookup skip the causal mask over the static cache (tokens differ)"
+# Found here (not among the problems above): Inkling's attention reads its query offset from
+# `cache.get_query_offset()` and uses it after `cache.update`; a static layer returns its length as the tensor that
+# `update` then advances in place, so every forward pass continuing a static cache puts the queries `q_length` tokens
+# too far in the relative position bias (plain greedy decoding with a static cache too: no rollback involved)
+INKLING_STATIC_OFFSET = (
+    "the relative position bias of a forward pass continuing a static cache is shifted (wrong states)"
+)
+KNOWN_UPSTREAM_FAILURES = {
+    **{("inkling", mode, "static"): INKLING_STATIC_OFFSET for mode in MODES},
+    **{("zamba", mode, cache): LAST_STATE_ONLY for mode in MODES for cache in ("dynamic", "static")},
+    **{
+        ("zamba", mode, cache): ZAMBA_RESTARTS
+        for mode in ("shared_constant", "shared_heuristic")
+        for cache in ("dynamic", "static")
+    },
+    **{
+        ("zaya", mode, cache): LAST_STATE_ONLY
+        for mode in ("random_constant", "random_heuristic", "prompt_lookup", "growing_heuristic")
+        for cache in ("dynamic", "static")
+    },
+    **{
+        (name, "prompt_lookup", "static"): LOOKUP_OVERFLOW
+        for name in (
+            "olmo_hybrid",
+            "lfm2",
+            "bamba",
+            "nemotron_h",
+            "falcon_h1",
+            "zamba2",
+            "lara_mini",
+            "glm5_next",
+            "lfm2_moe",
+            "zamba",
+            "zaya",
+            "inkling",
+            "inkling2",
+            "inkling2_loop",
+        )
+    },
+    **{(name, "prompt_lookup", "static"): LOOKUP_NO_MASK for name in ("qwen3_5", "lfm3")},
 }
 # The heuristic schedule drafts 2 more tokens after a round that accepted all of them, more than the main cache was
 # told to record (`activate_past_recording(recurrent_states_to_keep=...)` is called once, with the first round's
@@ -237,6 +512,21 @@ GROWING_NOISE = {
     "falcon_h1": (0.1, 2),
     "granitemoehybrid": (0.1, 2),
     "zamba2": (0.1, 3),
+    "zamba": (1.5, 1),
+    "qwen3_5_moe": (0.5, 8),
+    "lara_mini": (2.0, 12),
+    "qwen4_exp": (0.1, 0),
+    "bailing_hybrid": (0.1, 0),
+    "glm5_next": (0.5, 1),
+    "lfm2_moe": (0.5, 9),
+    "lfm3": (0.1, 0),
+    "inkling": (0.1, 0),
+    "inkling2": (0.1, 1),
+    "inkling2_loop": (0.1, 0),
+    "zaya": (0.8, 3),
+    ("inkling", "static"): (0.1, 8),
+    ("inkling2", "static"): (0.1, 0),
+    ("inkling2_loop", "static"): (0.1, 0),
 }
 
 
@@ -249,25 +539,36 @@ def _set_generation_config(model, schedule="constant"):
     return model
 
 
+def _variant(name, cache_implementation):
+    """Which build of the main model `name` runs with that cache: "static" if `STATIC_VARIANTS` changes it."""
+    return "static" if cache_implementation == "static" and name in STATIC_VARIANTS else "dynamic"
+
+
 @cache
-def _main_model(name):
+def _main_model(name, variant="dynamic"):
     config_class, model_class, arguments = {**MAIN_MODELS, **CONTROL_MODELS}[name]
+    if variant == "static":
+        arguments = {**arguments, **STATIC_VARIANTS[name]}
     torch.manual_seed(0)
     # Grouped matmuls of the MoE layers have no float64 kernel
-    config = getattr(transformers, config_class)(**COMMON, **arguments, experts_implementation="eager")
+    config = getattr(transformers, config_class)(**{**COMMON, **arguments}, experts_implementation="eager")
     # Initialised in float32, computed in float64: see `tests/numerics.py`
     model = getattr(transformers, model_class)(config).eval().to(MODEL_DTYPE)
+    with torch.no_grad():
+        for parameter_name, tensor in [*model.named_parameters(), *model.named_buffers()]:
+            if parameter_name.endswith(FLOAT32_PARAMETERS.get(name, ())):
+                tensor.data = tensor.data.float()
     return _set_generation_config(model)
 
 
 @cache
-def _assistant(name, kind):
+def _assistant(name, kind, variant="dynamic"):
     """A tiny Llama sharing the vocabulary of the main model `name`: random, or with its embeddings and head."""
     torch.manual_seed(1)
     config = LlamaConfig(**COMMON, **ATTENTION, tie_word_embeddings=False)
     model = LlamaForCausalLM(config).eval().to(MODEL_DTYPE)
     if kind == "shared":
-        main_model = _main_model(name)
+        main_model = _main_model(name, variant)
         with torch.no_grad():
             model.get_input_embeddings().weight.copy_(main_model.get_input_embeddings().weight)
             model.get_output_embeddings().weight.copy_(main_model.get_output_embeddings().weight)
@@ -275,10 +576,10 @@ def _assistant(name, kind):
 
 
 @cache
-def _noisy_copy(name):
+def _noisy_copy(name, variant="dynamic"):
     """The main model `name` with Gaussian noise added to its weights (see `GROWING_NOISE`)."""
-    scale, seed = GROWING_NOISE[name]
-    model = copy.deepcopy(_main_model(name))
+    scale, seed = GROWING_NOISE[name if variant == "dynamic" else (name, variant)]
+    model = copy.deepcopy(_main_model(name, variant))
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for parameter in model.parameters():
@@ -294,9 +595,9 @@ def _input_ids():
 
 
 @cache
-def _greedy(name):
-    """Plain greedy decoding (no recording, no rollback), checked to have no near-tie."""
-    output = _main_model(name).generate(
+def _greedy(name, variant="dynamic"):
+    """Plain greedy decoding (no recording, no rollback, a dynamic cache), checked to have no near-tie."""
+    output = _main_model(name, variant).generate(
         _input_ids(), do_sample=False, max_new_tokens=MAX_NEW_TOKENS, return_dict_in_generate=True, output_logits=True
     )
     assert_no_near_tie(output.logits, f"of {name}")
@@ -320,8 +621,24 @@ def _assert_close(actual, expected, msg):
         torch.testing.assert_close(actual, expected, rtol=0, atol=cross_path_atol(expected), msg=msg)
 
 
+def _held_tokens(layer, tensor, dim, fresh_length):
+    """The slots of `tensor` (keys, values or indexer keys of `layer`) that must equal those of a fresh dynamic layer
+    holding `fresh_length` tokens. All of them in a dynamic layer. In a static one, the first `get_seq_length()` (a
+    static `crop` only moves the length back: the slots beyond keep the removed tokens, or zeros, until an `update`
+    overwrites them, and the attention mask hides them, so they are neither compared nor required to be zero); of a
+    static sliding window, which holds up to `sliding_window` tokens where a dynamic one keeps `sliding_window - 1`,
+    the last `fresh_length` of them."""
+    if not isinstance(layer, StaticLayer):
+        return tensor
+    held = tensor.narrow(dim, 0, min(int(layer.get_seq_length()), layer.max_cache_len))
+    if layer.is_sliding and held.shape[dim] > fresh_length:
+        held = held.narrow(dim, held.shape[dim] - fresh_length, fresh_length)
+    return held
+
+
 def _compare_caches(actual, expected):
-    """Every layer of `actual` against a fresh `expected`; returns the mismatches (messages), empty if none."""
+    """Every layer of `actual` (dynamic or static) against a fresh dynamic `expected`; returns the mismatches
+    (messages), empty if none."""
     mismatches = []
 
     def check(condition_or_tensors, what):
@@ -330,12 +647,15 @@ def _compare_caches(actual, expected):
                 mismatches.append(what)
             return
         state, fresh = condition_or_tensors
-        try:
-            _assert_close(state, fresh, what)
-        except AssertionError:
-            if state.shape != fresh.shape:
-                mismatches.append(f"{what}: shape {tuple(state.shape)} != {tuple(fresh.shape)}")
-            else:
+        if state.shape != fresh.shape:
+            mismatches.append(f"{what}: shape {tuple(state.shape)} != {tuple(fresh.shape)}")
+        elif not fresh.is_floating_point():
+            if not torch.equal(state, fresh):
+                mismatches.append(f"{what}: {state.tolist()} != {fresh.tolist()}")
+        elif fresh.numel() > 0:  # GLM-5-Next's MLA layers keep empty values
+            try:
+                _assert_close(state, fresh, what)
+            except AssertionError:
                 difference = (state.double() - fresh.double()).abs().max().item()
                 mismatches.append(f"{what}: max |diff| {difference:.2e} > atol {cross_path_atol(fresh):.1e}")
 
@@ -370,7 +690,20 @@ def _compare_caches(actual, expected):
                     )
         if isinstance(fresh, CacheLayerMixin) and fresh.is_initialized:
             for name in ("keys", "values"):
-                check((getattr(layer, name), getattr(fresh, name)), f"{where}: {name}")
+                fresh_state = getattr(fresh, name)
+                check(
+                    (_held_tokens(layer, getattr(layer, name), -2, fresh_state.shape[-2]), fresh_state),
+                    f"{where}: {name}",
+                )
+        # The side tensors of the sparse attention indexers (GLM-5-Next, Qwen4-Exp): its keys, and the positions of
+        # the cached tokens that Qwen4-Exp keeps there
+        if getattr(fresh, "is_indexer_initialized", False):
+            fresh_keys = fresh.indexer_keys
+            check(
+                (_held_tokens(layer, layer.indexer_keys, 1, fresh_keys.shape[1]), fresh_keys), f"{where}: indexer keys"
+            )
+        if getattr(fresh, "indexer_position_ids", None) is not None:
+            check((layer.indexer_position_ids, fresh.indexer_position_ids), f"{where}: indexer position ids")
     return mismatches
 
 
@@ -432,18 +765,21 @@ class _MainCacheSpy:
         return False
 
 
-def _generate(name, mode):
-    model = _main_model(name)
+def _generate(name, mode, cache_implementation="dynamic", variant=None):
+    variant = variant or _variant(name, cache_implementation)
+    model = _main_model(name, variant)
     kwargs = dict(MODES[mode])
     if "assistant" in kwargs:
         kind, schedule = kwargs.pop("assistant"), kwargs.pop("num_assistant_tokens_schedule")
-        assistant = _noisy_copy(name) if kind == "noisy_copy" else _assistant(name, kind)
+        assistant = _noisy_copy(name, variant) if kind == "noisy_copy" else _assistant(name, kind, variant)
         kwargs["assistant_model"] = _set_generation_config(assistant, schedule)
         if kind == "noisy_copy":
             assistant.generation_config.num_assistant_tokens = GROWING_START
+    if cache_implementation == "static":
+        kwargs["cache_implementation"] = "static"
     with _MainCacheSpy(model, PROMPT_LENGTH) as spy:
         sequences = model.generate(_input_ids(), do_sample=False, max_new_tokens=MAX_NEW_TOKENS, **kwargs)
-    return sequences, spy
+    return sequences, spy, variant
 
 
 @require_torch
@@ -457,10 +793,10 @@ class HybridMainModelAssistedGenerationTest(unittest.TestCase):
     def tearDownClass(cls):
         torch.set_num_threads(cls._num_threads)
 
-    def assertRoundsRight(self, sequences, spy, name, mode):
+    def assertRoundsRight(self, sequences, spy, variant, name, mode):
         problems = []
-        if sequences.tolist() != _greedy(name).tolist():
-            problems.append(f"tokens differ from greedy:\n  {sequences.tolist()}\n  {_greedy(name).tolist()}")
+        if sequences.tolist() != (greedy := _greedy(name, variant)).tolist():
+            problems.append(f"tokens differ from greedy:\n  {sequences.tolist()}\n  {greedy.tolist()}")
         # The first round that fails is the one to read: later ones may only inherit its wrong states
         for round_idx, (drafts, rejected, mismatches) in enumerate(spy.rounds, start=1):
             if mismatches:
@@ -485,19 +821,44 @@ class HybridMainModelAssistedGenerationTest(unittest.TestCase):
                 f"no round drafted and rejected more than {GROWING_START} tokens: {rounds}",
             )
 
+    def check_assisted_generation(self, name, mode, cache_implementation):
+        if (reason := KNOWN_UPSTREAM_FAILURES.get((name, mode, cache_implementation))) is not None:
+            self.skipTest(f"known upstream failure: {reason}")
+        self.assertRoundsRight(*_generate(name, mode, cache_implementation), name, mode)
+
     @parameterized.expand(
         [(name, mode) for name in MAIN_MODELS for mode in MODES],
         name_func=lambda func, num, param: f"{func.__name__}_{param.args[0]}_{param.args[1]}",
     )
     def test_matches_greedy_and_main_cache_equals_fresh_forward_after_every_round(self, name, mode):
-        sequences, spy = _generate(name, mode)
-        self.assertRoundsRight(sequences, spy, name, mode)
+        self.check_assisted_generation(name, mode, "dynamic")
 
     @parameterized.expand(
-        [(mode,) for mode in ("random_constant", "prompt_lookup")],
+        [(name, mode) for name in MAIN_MODELS for mode in STATIC_MODES],
+        name_func=lambda func, num, param: f"{func.__name__}_{param.args[0]}_{param.args[1]}",
+    )
+    def test_static_cache_matches_greedy_and_equals_fresh_forward_after_every_round(self, name, mode):
+        """The main cache is a `StaticCache` (the assistant's stays dynamic)."""
+        self.check_assisted_generation(name, mode, "static")
+
+    @parameterized.expand(
+        [(name,) for name in STATIC_VARIANTS],
         name_func=lambda func, num, param: f"{func.__name__}_{param.args[0]}",
     )
-    def test_harness_on_attention_only_main_model(self, mode):
+    def test_static_sliding_window_shorter_than_the_cache_is_refused(self, name):
+        """Assisted decoding refuses a static cache whose sliding window cannot hold every token to roll back."""
+        # On stock, the linear attention part's `is_croppable` hides the window's: no refusal, the cache overflows
+        with self.assertRaisesRegex(ValueError, "requires a cache that can be cropped"):
+            _generate(name, "random_constant", "static", variant="dynamic")
+
+    @parameterized.expand(
+        [
+            (mode, cache_implementation)
+            for mode in ("random_constant", "prompt_lookup")
+            for cache_implementation in ("dynamic", "static")
+        ],
+        name_func=lambda func, num, param: f"{func.__name__}_{param.args[0]}_{param.args[1]}",
+    )
+    def test_harness_on_attention_only_main_model(self, mode, cache_implementation):
         # Passes on stock too: the spy and the fresh forward pass compare like with like
-        sequences, spy = _generate("llama", mode)
-        self.assertRoundsRight(sequences, spy, "llama", mode)
+        self.assertRoundsRight(*_generate("llama", mode, cache_implementation), "llama", mode)
