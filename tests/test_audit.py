@@ -52,7 +52,7 @@ def test_regeneration_check_checked_in_audit_section_matches_the_generator():
     )
 
 
-# What the 5.25 fix still gets wrong: nothing since its step 6. Should a case go wrong while a step is in progress, list it
+# What the 5.25 fix still gets wrong: nothing since its fork step `exact`. Should a case go wrong while a step is in progress, list it
 # here (`test_fixed_column_has_no_inconsistent_case_and_no_crash` then tolerates it and says when it is fixed).
 KNOWN_FIXED_PROBLEMS_V5_25: set[tuple[str, str, str]] = set()
 KNOWN_FIXED_PROBLEMS = KNOWN_FIXED_PROBLEMS_V5_25 if TARGET == "v5_25" else set()

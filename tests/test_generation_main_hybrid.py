@@ -443,9 +443,6 @@ STATIC_VARIANTS = {"inkling": STATIC_WINDOW, "inkling2": STATIC_WINDOW, "inkling
 LAST_STATE_ONLY = "hands the cache only the last state of a multi-token forward pass: a partial rollback is refused"
 # Zamba's Mamba mixer restarts from zeros when a multi-token forward pass continues a cache (drafts all accepted)
 ZAMBA_RESTARTS = "its multi-token forward pass continuing a cache ignores the cached SSM state (wrong states)"
-# Prompt lookup lets a draft end at `max_length` (`end_idx = min(..., self.max_length)`): the verification forward
-# pass writes one token past the static cache (`max_length - 1` slots)
-LOOKUP_OVERFLOW = "prompt lookup drafts one token more than the static cache holds (IndexError in `index_copy_`)"
 # A prompt lookup round without a draft runs one token, for which the hybrid models skip the causal mask: with a
 # static cache, attention then reads every slot, the unused and stale ones included (the states are right, the tokens
 # differ from greedy)
@@ -471,25 +468,9 @@ KNOWN_UPSTREAM_FAILURES = {
         for cache in ("dynamic", "static")
     },
     **{
-        (name, "prompt_lookup", "static"): LOOKUP_OVERFLOW
-        for name in (
-            "olmo_hybrid",
-            "lfm2",
-            "bamba",
-            "nemotron_h",
-            "falcon_h1",
-            "zamba2",
-            "lara_mini",
-            "glm5_next",
-            "lfm2_moe",
-            "zamba",
-            "zaya",
-            "inkling",
-            "inkling2",
-            "inkling2_loop",
-        )
+        (name, "prompt_lookup", "static"): LOOKUP_NO_MASK
+        for name in ("qwen3_5", "lfm3", "nemotron_h", "falcon_h1", "zamba2")
     },
-    **{(name, "prompt_lookup", "static"): LOOKUP_NO_MASK for name in ("qwen3_5", "lfm3")},
 }
 # The heuristic schedule drafts 2 more tokens after a round that accepted all of them, more than the main cache was
 # told to record (`activate_past_recording(recurrent_states_to_keep=...)` is called once, with the first round's

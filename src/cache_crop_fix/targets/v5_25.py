@@ -150,6 +150,18 @@ layer.crop(-1)
 print(layer.get_seq_length(), layer.buffer_kv["compressor"].shape[1])  # 5.25.0: 2 3. With this PR: ValueError
 ```"""
 
+LOOKUP_REPRODUCTION = """\
+```python
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+torch.manual_seed(0)
+model = LlamaForCausalLM(LlamaConfig(vocab_size=16, hidden_size=32, intermediate_size=37, num_attention_heads=2, num_hidden_layers=1))
+input_ids = torch.arange(16).repeat(1, 2)  # each token is followed by others: prompt lookup always finds candidates
+inputs = {"input_ids": input_ids, "max_new_tokens": 12, "do_sample": False, "cache_implementation": "static"}
+print(model.generate(**inputs, prompt_lookup_num_tokens=10).tolist() == model.generate(**inputs).tolist())
+# 5.25.0: IndexError (index 43 is out of bounds for dimension 2 with size 43). With this PR: True
+```"""
+
 STEPS = (
     Step(
         "step1_clamp",
@@ -243,8 +255,25 @@ STEPS = (
         behaviour_changes=("`StaticIndexedLayer.crop` removes the positions of the removed tokens too.",),
     ),
     Step(
-        "step6_exact",
-        "6-fork-exact",
+        "step6_lookup",
+        "6-lookup",
+        "Leave room for the main model's token in prompt lookup's candidates",
+        tests=("PromptLookupCandidateGeneratorTest",),
+        summary=(
+            "`PromptLookupCandidateGenerator.get_candidates` clamps the end of its candidates as a position "
+            "(`min(end_idx, input_length, max_length)`), which never binds: it proposes up to "
+            "`prompt_lookup_num_tokens` candidates at any length, although the main model adds one more token and the "
+            "default static cache holds `max_length - 1` tokens. With a dynamic cache the surplus is wasted compute "
+            "(trimmed afterwards); with a static one the verification forward writes past the cache's end. "
+            "`AssistedCandidateGenerator` already drafts at most `max_length - cur_len - 1` tokens.\n\n"
+            + LOOKUP_REPRODUCTION
+            + "\n\nPrompt lookup now proposes at most that many candidates too."
+        ),
+        behaviour_changes=("Near `max_length`, prompt lookup proposes fewer candidates (the surplus was discarded).",),
+    ),
+    Step(
+        "step9_exact",
+        "9-fork-exact",
         "Roll linear attention layers back exactly, or refuse before anything changes",
         tests=("LinearAttentionHistoryTest", "GrowingScheduleAssistedDecodingTest"),
         summary=(
@@ -279,8 +308,8 @@ STEPS = (
         kind="fork",
     ),
     Step(
-        "step7_refuse",
-        "7-fork-refuse",
+        "step10_refuse",
+        "10-fork-refuse",
         "Refuse `crop` on attention layers that cannot put their states back",
         tests=(
             "RefusedCropTest",
@@ -313,8 +342,8 @@ STEPS = (
         kind="fork",
     ),
     Step(
-        "step8_deepseek",
-        "8-fork-deepseek",
+        "step11_deepseek",
+        "11-fork-deepseek",
         "Refuse partial `crop` on DeepSeek-V4's compressed-attention caches, and empty them as assistant caches",
         tests=("DeepseekV4CacheCropTest",),
         summary=(
@@ -334,8 +363,8 @@ STEPS = (
         kind="fork",
     ),
     Step(
-        "step9_edges",
-        "9-fork-edges",
+        "step12_edges",
+        "12-fork-edges",
         "Crop dynamic layers without tokens yet, and removals beyond 64 bits",
         tests=("CropEdgesTest", "MiniMaxM3VLSparseCacheCropEdgesTest"),
         summary=(
@@ -380,6 +409,9 @@ FINGERPRINTS: dict[str, frozenset[str]] = {
     ),
     "transformers.generation.candidate_generator.AssistedCandidateGenerator.get_candidates": frozenset(
         {"3dff4adceeb98f44"}
+    ),
+    "transformers.generation.candidate_generator.PromptLookupCandidateGenerator.get_candidates": frozenset(
+        {"f5649648285e8b7d"}
     ),
     "transformers.generation.utils.GenerationMixin._assisted_decoding": frozenset({"ceaaa272a1ca9c68"}),
     "transformers.models.minimax_m3_vl.modeling_minimax_m3_vl.MiniMaxM3VLSparseCacheLayer.crop": frozenset(
