@@ -438,11 +438,6 @@ STATIC_MODES = MODES
 STATIC_WINDOW = {"sliding_window_size": PROMPT_LENGTH + MAX_NEW_TOKENS}
 STATIC_VARIANTS = {"inkling": STATIC_WINDOW, "inkling2": STATIC_WINDOW, "inkling2_loop": STATIC_WINDOW}
 # Cases that fail with the fix for upstream problems of their own (fixed apart): skipped, with the reason.
-# Zamba and Zaya hand the cache only the last recurrent state of a multi-token forward pass (the history gets nothing
-# to roll back to): the fix refuses a partial crop (ValueError) rather than restore a wrong state
-LAST_STATE_ONLY = "hands the cache only the last state of a multi-token forward pass: a partial rollback is refused"
-# Zamba's Mamba mixer restarts from zeros when a multi-token forward pass continues a cache (drafts all accepted)
-ZAMBA_RESTARTS = "its multi-token forward pass continuing a cache ignores the cached SSM state (wrong states)"
 # A prompt lookup round without a draft runs one token, for which the hybrid models skip the causal mask: with a
 # static cache, attention then reads every slot, the unused and stale ones included (the states are right, the tokens
 # differ from greedy)
@@ -456,17 +451,6 @@ INKLING_STATIC_OFFSET = (
 )
 KNOWN_UPSTREAM_FAILURES = {
     **{("inkling", mode, "static"): INKLING_STATIC_OFFSET for mode in MODES},
-    **{("zamba", mode, cache): LAST_STATE_ONLY for mode in MODES for cache in ("dynamic", "static")},
-    **{
-        ("zamba", mode, cache): ZAMBA_RESTARTS
-        for mode in ("shared_constant", "shared_heuristic")
-        for cache in ("dynamic", "static")
-    },
-    **{
-        ("zaya", mode, cache): LAST_STATE_ONLY
-        for mode in ("random_constant", "random_heuristic", "prompt_lookup", "growing_heuristic")
-        for cache in ("dynamic", "static")
-    },
     **{
         (name, "prompt_lookup", "static"): LOOKUP_NO_MASK
         for name in ("qwen3_5", "lfm3", "nemotron_h", "falcon_h1", "zamba2")

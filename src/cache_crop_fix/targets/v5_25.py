@@ -162,6 +162,25 @@ print(model.generate(**inputs, prompt_lookup_num_tokens=10).tolist() == model.ge
 # 5.25.0: IndexError (index 43 is out of bounds for dimension 2 with size 43). With this PR: True
 ```"""
 
+STATES_REPRODUCTION = """\
+```python
+import torch
+from transformers import DynamicCache, ZayaConfig, ZayaForCausalLM
+torch.manual_seed(0)
+config = ZayaConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                    head_dim=8, moe_intermediate_size=16, num_experts=4, router_hidden_size=16)
+model, input_ids = ZayaForCausalLM(config), torch.randint(64, (1, 10))
+cache = DynamicCache(config=config)
+model(input_ids[:, :6], cache=cache)
+cache.activate_past_recording(recurrent_states_to_keep=4)  # as assisted decoding does with 3 drafts
+model(input_ids[:, 6:], cache=cache)  # the verification forward
+cache.crop(-2)  # 2 drafts rejected
+expected = DynamicCache(config=config)
+model(input_ids[:, :8], cache=expected)
+print(torch.equal(cache.get_recurrent_state(0), expected.get_recurrent_state(0)))
+# 5.25.0: IndexError (list index out of range). With this PR: True
+```"""
+
 STEPS = (
     Step(
         "step1_clamp",
@@ -270,6 +289,29 @@ STEPS = (
             + "\n\nPrompt lookup now proposes at most that many candidates too."
         ),
         behaviour_changes=("Near `max_length`, prompt lookup proposes fewer candidates (the surplus was discarded).",),
+    ),
+    Step(
+        "step7_states",
+        "7-states",
+        "Hand a recording cache the state after each token in Zamba and Zaya, and continue Zamba's cached state",
+        tests=("ZayaRecurrentStatesRollbackTest", "ZambaRecurrentStatesRollbackTest"),
+        summary=(
+            "5.25 rolls linear attention layers back through the states a model hands over after each of the last "
+            "`recurrent_states_to_keep` tokens of a forward, but Zamba's Mamba mixer and Zaya's CCA projection hand "
+            "over only the state after the last one: with a hybrid main model, assisted decoding's `crop` finds "
+            "nothing to roll back to. Zamba's multi-token forward also ignores the cached state (its scan starts "
+            "from zeros, and neither the torch scan nor `mamba_ssm`'s takes a starting state), so a chunked prefill or "
+            "a verification forward continues from a wrong state.\n\n"
+            + STATES_REPRODUCTION
+            + "\n\nZaya now hands over `delayed_v_state` after each of those tokens, as the Mamba2 models do. Zamba "
+            "runs the tokens that continue a cached state, and the last `recurrent_states_to_keep` ones of a "
+            "recording cache, through the single-token update (which gives the state after each), and its "
+            "single-token forward hands the state over while the cache records."
+        ),
+        behaviour_changes=(
+            "Zamba's multi-token forward over a non-empty cache continues the cached SSM state (it restarted from "
+            "zeros), computed token by token.",
+        ),
     ),
     Step(
         "step9_exact",
@@ -420,6 +462,8 @@ FINGERPRINTS: dict[str, frozenset[str]] = {
     "transformers.models.minimax_m3_vl.modeling_minimax_m3_vl.MiniMaxM3VLSparseStaticCacheLayer.crop": frozenset(
         {"933a47b2579a45d4"}
     ),
+    "transformers.models.zamba.modeling_zamba.ZambaMambaMixer.forward": frozenset({"c696cc1bea89a3c1"}),
+    "transformers.models.zaya.modeling_zaya.ZayaCCAProjection.forward": frozenset({"329c05058f3e35ca"}),
 }
 
 
