@@ -438,10 +438,6 @@ STATIC_MODES = MODES
 STATIC_WINDOW = {"sliding_window_size": PROMPT_LENGTH + MAX_NEW_TOKENS}
 STATIC_VARIANTS = {"inkling": STATIC_WINDOW, "inkling2": STATIC_WINDOW, "inkling2_loop": STATIC_WINDOW}
 # Cases that fail with the fix for upstream problems of their own (fixed apart): skipped, with the reason.
-# A prompt lookup round without a draft runs one token, for which the hybrid models skip the causal mask: with a
-# static cache, attention then reads every slot, the unused and stale ones included (the states are right, the tokens
-# differ from greedy)
-LOOKUP_NO_MASK = "single-token rounds of prompt lookup skip the causal mask over the static cache (tokens differ)"
 # Found here (not among the problems above): Inkling's attention reads its query offset from
 # `cache.get_query_offset()` and uses it after `cache.update`; a static layer returns its length as the tensor that
 # `update` then advances in place, so every forward pass continuing a static cache puts the queries `q_length` tokens
@@ -451,10 +447,6 @@ INKLING_STATIC_OFFSET = (
 )
 KNOWN_UPSTREAM_FAILURES = {
     **{("inkling", mode, "static"): INKLING_STATIC_OFFSET for mode in MODES},
-    **{
-        (name, "prompt_lookup", "static"): LOOKUP_NO_MASK
-        for name in ("qwen3_5", "lfm3", "nemotron_h", "falcon_h1", "zamba2")
-    },
 }
 # The heuristic schedule drafts 2 more tokens after a round that accepted all of them, more than the main cache was
 # told to record (`activate_past_recording(recurrent_states_to_keep=...)` is called once, with the first round's

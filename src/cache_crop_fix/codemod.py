@@ -4,11 +4,13 @@ An overlay normally holds our own version of a method it changes. When only one 
 changes (e.g. PI0's `sample_actions` rolls its cache back with `crop(prefix_length)`), a copy of the method would be
 mostly upstream's code: the overlay module declares the change instead, in `CODEMODS`::
 
-    CODEMODS = {"Class.method": ("old_statement(x)", "new_statement(x)")}
+    CODEMODS = {"Class.method": ("old_statement(x)", "new_statement(x)"), "function": (...)}
 
 The patcher applies it to the upstream method's source at run time (after checking its fingerprint), and the exporter
 to upstream's file: the pull request changes that statement only. The old statement must occur exactly once in the
-method, on a line of its own.
+method, on a line of its own. A module-level function (a label without a class) is changed in place, by swapping its
+code object: the modules that imported it by name (`from ..masking_utils import create_causal_mask`) run the change
+too.
 """
 
 from __future__ import annotations
@@ -36,18 +38,24 @@ def rewrite_statement(source: str, old: str, new: str, where: str = "the method"
 
 
 def rewrite_method(module_source: str, label: str, old: str, new: str) -> str:
-    """Applies the codemod of `label` (`Class.method`) to a whole module's source: only that method's lines change."""
-    class_name, method_name = label.split(".")
+    """Applies the codemod of `label` (`Class.method`, or `function` at module level) to a whole module's source: only
+    that method's lines change."""
+    class_name, _, method_name = label.rpartition(".")
     for node in ast.parse(module_source).body:
-        if isinstance(node, ast.ClassDef) and node.name == class_name:
-            for member in node.body:
-                if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)) and member.name == method_name:
-                    lines = module_source.splitlines(keepends=True)
-                    start, end = member.lineno - 1, member.end_lineno
-                    if _contains_block(lines[start:end], new):
-                        return module_source  # already rewritten
-                    method = rewrite_statement("".join(lines[start:end]), old, new, f"`{label}`")
-                    return "".join(lines[:start]) + method + "".join(lines[end:])
+        if class_name and isinstance(node, ast.ClassDef) and node.name == class_name:
+            candidates = node.body
+        elif not class_name:
+            candidates = [node]
+        else:
+            continue
+        for member in candidates:
+            if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)) and member.name == method_name:
+                lines = module_source.splitlines(keepends=True)
+                start, end = member.lineno - 1, member.end_lineno
+                if _contains_block(lines[start:end], new):
+                    return module_source  # already rewritten
+                method = rewrite_statement("".join(lines[start:end]), old, new, f"`{label}`")
+                return "".join(lines[:start]) + method + "".join(lines[end:])
     raise CodemodError(f"`{label}` is not defined in the module")
 
 

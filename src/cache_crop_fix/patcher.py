@@ -60,9 +60,9 @@ MISSING = _Missing()
 
 @dataclass(frozen=True)
 class Patch:
-    """One attribute that `apply()` sets on an upstream class or module."""
+    """One attribute that `apply()` sets on an upstream class or module (or the code of a module function)."""
 
-    owner: type | types.ModuleType
+    owner: type | types.ModuleType | types.FunctionType
     name: str
     replacement: object
     original: object  # `MISSING` when the attribute is added
@@ -71,6 +71,8 @@ class Patch:
     def qualname(self) -> str:
         if isinstance(self.owner, types.ModuleType):
             return f"{self.owner.__name__}.{self.name}"
+        if isinstance(self.owner, types.FunctionType):  # its `__code__`
+            return f"{self.owner.__module__}.{self.owner.__qualname__}"
         return f"{self.owner.__module__}.{self.owner.__qualname__}.{self.name}"
 
     @property
@@ -169,8 +171,8 @@ def is_supported_version(version: str) -> bool:
 
 
 def source_fingerprint(obj: object) -> str:
-    """A short hash of a function's source, independent of its indentation."""
-    function = _unwrap(obj)
+    """A short hash of a function's (or code object's) source, independent of its indentation."""
+    function = obj if isinstance(obj, types.CodeType) else _unwrap(obj)
     source = textwrap.dedent(inspect.getsource(function))
     return hashlib.sha256(source.encode()).hexdigest()[:16]
 
@@ -183,7 +185,7 @@ def installed_fingerprints() -> dict[str, str]:
         importlib.import_module(_upstream_name(name))
         patches = _plans.get(name) or tuple(_plan(name))
         for patch in patches:
-            if isinstance(patch.owner, type) and not patch.is_addition:
+            if isinstance(patch.owner, (type, types.FunctionType)) and not patch.is_addition:
                 fingerprints[patch.qualname] = source_fingerprint(patch.original)
     return fingerprints
 
@@ -237,7 +239,7 @@ def _check_fingerprints(patches: tuple[Patch, ...]) -> None:
         elif isinstance(patch.owner, type) and patch.is_addition:
             if patch.qualname in _check_version().fingerprints:
                 problems.append(f"{patch.qualname} is expected upstream but missing")
-        elif isinstance(patch.owner, type):
+        elif isinstance(patch.owner, (type, types.FunctionType)):
             expected = _check_version().fingerprints.get(patch.qualname)
             if expected is None:
                 problems.append(f"{patch.qualname} has no recorded fingerprint")
@@ -285,8 +287,8 @@ def _plan(name: str) -> Iterator[Patch]:
     for ours in steps:
         # One-statement changes of upstream methods (see `cache_crop_fix.codemod`)
         for label, (old, new) in vars(ours).get(CODEMODS_NAME, {}).items():
-            class_name, attribute = label.split(".")
-            members[class_name, attribute] = _Codemod(label, old, new)
+            class_name, _, attribute = label.rpartition(".")
+            members[class_name or None, attribute] = _Codemod(label, old, new)
         for value in vars(ours).values():
             if _is_own_function(value, ours):
                 members[None, value.__name__] = value
@@ -297,6 +299,9 @@ def _plan(name: str) -> Iterator[Patch]:
     helper_names = {attribute for owner_name, attribute in members if owner_name is None}
     functions = []
     for (owner_name, attribute), value in members.items():
+        if isinstance(value, _Codemod) and owner_name is None:
+            yield value.patch_function(upstream)
+            continue
         if isinstance(value, _Codemod):
             owner = getattr(upstream, owner_name)
             original = vars(owner).get(attribute, MISSING)
@@ -335,6 +340,20 @@ class _Codemod:
         function = namespace[original.__name__]
         inspect.unwrap(function).__qualname__ = original.__qualname__
         return function
+
+    def patch_function(self, upstream: types.ModuleType) -> Patch:
+        """The patch of a module function: its code object is swapped (under its decorators), so that the modules that
+        imported the function by name run the change too."""
+        original = vars(upstream).get(self.label)
+        if not isinstance(original, types.FunctionType):
+            raise UnsupportedTransformersError(f"{upstream.__name__}.{self.label} is not a function upstream.")
+        function = inspect.unwrap(original)
+        code = inspect.unwrap(self.apply(function, upstream)).__code__
+        if code.co_freevars != function.__code__.co_freevars:
+            raise UnsupportedTransformersError(
+                f"{upstream.__name__}.{self.label} is a closure: cannot change its code."
+            )
+        return Patch(function, "__code__", code, function.__code__)
 
 
 def _plan_globals(

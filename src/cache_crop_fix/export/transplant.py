@@ -362,14 +362,19 @@ def _is_pass(statement: cst.CSTNode) -> bool:
 
 
 def method_sources(source: str, module_name: str) -> dict[str, str]:
-    """The source of every method of every top-level class, dedented, as `inspect.getsource` gives it.
+    """The source of every method of every top-level class, and of every module-level function, dedented, as
+    `inspect.getsource` gives it.
 
-    Keys are qualified names (`transformers.cache_utils.Cache.crop`). Like `inspect.getsource`, a method's source
-    starts at its first decorator and ends with its block.
+    Keys are qualified names (`transformers.cache_utils.Cache.crop`, `transformers.masking_utils.create_causal_mask`).
+    Like `inspect.getsource`, a method's source starts at its first decorator and ends with its block.
     """
     lines = source.splitlines(keepends=True)
     sources = {}
     for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = min([decorator.lineno for decorator in node.decorator_list] + [node.lineno])
+            sources[f"{module_name}.{node.name}"] = "".join(inspect.getblock(lines[first - 1 :]))
+            continue
         if not isinstance(node, ast.ClassDef):
             continue
         for member in node.body:
@@ -573,8 +578,8 @@ def transplant(
         )
     result.source = module.code
     for label, (old, new) in overlay.codemods.items():
-        class_name = label.split(".")[0]
-        if class_name not in class_indices:
+        class_name = label.rpartition(".")[0]
+        if class_name and class_name not in class_indices:
             if allow_missing_classes:
                 result.skipped_classes.append(class_name)
                 continue

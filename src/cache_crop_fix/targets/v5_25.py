@@ -181,6 +181,21 @@ print(torch.equal(cache.get_recurrent_state(0), expected.get_recurrent_state(0))
 # 5.25.0: IndexError (list index out of range). With this PR: True
 ```"""
 
+MASK_REPRODUCTION = """\
+```python
+import torch
+from transformers import Qwen3NextConfig, StaticCache
+from transformers.masking_utils import create_causal_mask
+config = Qwen3NextConfig(
+    hidden_size=32, num_hidden_layers=2, layer_types=["linear_attention", "full_attention"], attn_implementation="sdpa"
+)
+cache = StaticCache(config=config, max_cache_len=8)
+cache.update(torch.rand(1, 2, 3, 256), torch.rand(1, 2, 3, 256), layer_idx=1)  # 3 tokens
+cache.activate_past_recording(recurrent_states_to_keep=4)  # as assisted decoding and prompt lookup do
+mask = create_causal_mask(config, torch.empty(1, 1, 0), None, cache, position_ids=torch.tensor([[3]]))
+print(mask if mask is None else int(mask.sum()))  # slots the 4th token sees. 5.25.0: None (all 8). With this PR: 4
+```"""
+
 STEPS = (
     Step(
         "step1_clamp",
@@ -311,6 +326,29 @@ STEPS = (
         behaviour_changes=(
             "Zamba's multi-token forward over a non-empty cache continues the cached SSM state (it restarted from "
             "zeros), computed token by token.",
+        ),
+    ),
+    Step(
+        "step8_mask",
+        "8-mask",
+        "Keep the causal mask of a single token over static layers while linear attention layers record",
+        tests=("StaticCacheRecordingMaskTest",),
+        summary=(
+            "The mask functions skip the causal mask of a single query token unless `cache.is_compileable`, their "
+            "proxy for static layers (which return all `max_cache_len` slots, the ones not written yet included). "
+            "Linear attention layers are not compileable while they record their states for a rollback, so over a "
+            "static hybrid cache the single-token forwards of assisted decoding and prompt lookup (a round without "
+            "candidates) attend to empty and stale slots: prompt lookup leaves greedy decoding (Qwen3.5, LFM3, "
+            "NemotronH, FalconH1, Zamba2 in our tests), and `generate` drops an all-ones `attention_mask`, so passing "
+            "one does not help.\n\n"
+            + MASK_REPRODUCTION
+            + "\n\n`create_causal_mask`, `create_sliding_window_causal_mask` and `create_chunked_causal_mask` now "
+            "keep the mask when the cache has static layers (`_has_static_layers`), whatever its linear layers do; "
+            "the decisions for every other cache are unchanged."
+        ),
+        behaviour_changes=(
+            "A single query token over a static cache whose linear layers record gets its causal mask (it was "
+            "skipped).",
         ),
     ),
     Step(
@@ -464,6 +502,9 @@ FINGERPRINTS: dict[str, frozenset[str]] = {
     ),
     "transformers.models.zamba.modeling_zamba.ZambaMambaMixer.forward": frozenset({"c696cc1bea89a3c1"}),
     "transformers.models.zaya.modeling_zaya.ZayaCCAProjection.forward": frozenset({"329c05058f3e35ca"}),
+    "transformers.masking_utils.create_causal_mask": frozenset({"f83fc992dace1f5f"}),
+    "transformers.masking_utils.create_chunked_causal_mask": frozenset({"e64b45d0f7dd2a35"}),
+    "transformers.masking_utils.create_sliding_window_causal_mask": frozenset({"ffab5dcece593326"}),
 }
 
 
