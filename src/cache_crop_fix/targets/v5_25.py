@@ -196,6 +196,23 @@ mask = create_causal_mask(config, torch.empty(1, 1, 0), None, cache, position_id
 print(mask if mask is None else int(mask.sum()))  # slots the 4th token sees. 5.25.0: None (all 8). With this PR: 4
 ```"""
 
+INKLING_REPRODUCTION = """\
+```python
+import torch
+from transformers import InklingForCausalLM, InklingTextConfig, StaticCache
+torch.manual_seed(0)
+config = InklingTextConfig(
+    vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+    head_dim=8, swa_num_attention_heads=4, swa_num_key_value_heads=2, swa_head_dim=8, sliding_window_size=16, d_rel=4,
+    rel_extent=16, moe_intermediate_size=16, n_routed_experts=4, num_experts_per_tok=2, mlp_layer_types=["dense", "dense"], local_layer_ids=[0],
+)
+model, input_ids = InklingForCausalLM(config).double(), torch.randint(64, (1, 12))
+cache = StaticCache(config=config, max_cache_len=16)
+model(input_ids[:, :7], cache=cache)
+logits = model(input_ids[:, 7:], cache=cache).logits  # 5 tokens continuing the static cache
+print(torch.allclose(logits, model(input_ids).logits[:, 7:]))  # 5.25.0: False. With this PR: True
+```"""
+
 STEPS = (
     Step(
         "step1_clamp",
@@ -352,8 +369,26 @@ STEPS = (
         ),
     ),
     Step(
-        "step9_exact",
-        "9-fork-exact",
+        "step9_inkling",
+        "9-inkling",
+        "Keep Inkling's query offset of a static layer from before the cache update",
+        tests=("InklingStaticCacheQueryOffsetTest",),
+        summary=(
+            "`InklingAttention.forward` reads `cache.get_query_offset()` before `cache.update` (its comment says it "
+            "must) and uses it after, but a static layer returns its length as the counter tensor that `update` "
+            "advances in place: every forward that continues a static cache places its queries `q_length` positions "
+            "too far in the relative position bias (greedy decoding with a static cache too; assisted decoding then "
+            "leaves greedy decoding).\n\n"
+            + INKLING_REPRODUCTION
+            + "\n\nThe offset is now copied when it is a tensor (an `int` for dynamic layers, unchanged)."
+        ),
+        behaviour_changes=(
+            "Inkling with a static cache: the queries of a forward continuing the cache are placed right.",
+        ),
+    ),
+    Step(
+        "step11_exact",
+        "11-fork-exact",
         "Roll linear attention layers back exactly, or refuse before anything changes",
         tests=("LinearAttentionHistoryTest", "GrowingScheduleAssistedDecodingTest"),
         summary=(
@@ -388,8 +423,8 @@ STEPS = (
         kind="fork",
     ),
     Step(
-        "step10_refuse",
-        "10-fork-refuse",
+        "step12_refuse",
+        "12-fork-refuse",
         "Refuse `crop` on attention layers that cannot put their states back",
         tests=(
             "RefusedCropTest",
@@ -422,8 +457,8 @@ STEPS = (
         kind="fork",
     ),
     Step(
-        "step11_deepseek",
-        "11-fork-deepseek",
+        "step13_deepseek",
+        "13-fork-deepseek",
         "Refuse partial `crop` on DeepSeek-V4's compressed-attention caches, and empty them as assistant caches",
         tests=("DeepseekV4CacheCropTest",),
         summary=(
@@ -443,8 +478,8 @@ STEPS = (
         kind="fork",
     ),
     Step(
-        "step12_edges",
-        "12-fork-edges",
+        "step14_edges",
+        "14-fork-edges",
         "Crop dynamic layers without tokens yet, and removals beyond 64 bits",
         tests=("CropEdgesTest", "MiniMaxM3VLSparseCacheCropEdgesTest"),
         summary=(
@@ -505,6 +540,7 @@ FINGERPRINTS: dict[str, frozenset[str]] = {
     "transformers.masking_utils.create_causal_mask": frozenset({"f83fc992dace1f5f"}),
     "transformers.masking_utils.create_chunked_causal_mask": frozenset({"e64b45d0f7dd2a35"}),
     "transformers.masking_utils.create_sliding_window_causal_mask": frozenset({"ffab5dcece593326"}),
+    "transformers.models.inkling.modeling_inkling.InklingAttention.forward": frozenset({"56200cdd598271cd"}),
 }
 
 
