@@ -213,6 +213,33 @@ logits = model(input_ids[:, 7:], cache=cache).logits  # 5 tokens continuing the 
 print(torch.allclose(logits, model(input_ids).logits[:, 7:]))  # 5.25.0: False. With this PR: True
 ```"""
 
+MTP_REPRODUCTION = """\
+```python
+import os, tempfile
+import torch
+from safetensors.torch import save_file
+from transformers import InklingForCausalLM, InklingTextConfig
+from transformers.generation.candidate_generator import MTPCandidateGenerator
+from transformers.modeling_layers import MtpModel
+torch.manual_seed(0)
+config = InklingTextConfig(
+    vocab_size=8, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+    swa_num_attention_heads=4, swa_num_key_value_heads=2, swa_head_dim=8, sliding_window_size=16, d_rel=4, rel_extent=32,
+    intermediate_size=64, moe_intermediate_size=16, n_routed_experts=4, num_experts_per_tok=2, num_mtp_layers=1,
+)
+model = InklingForCausalLM(config)
+weights = {**model.state_dict(), **MtpModel(model, 1).layers.state_dict(prefix="model.mtp.layers.")}
+with tempfile.TemporaryDirectory() as checkpoint:  # a checkpoint with MTP weights
+    model.save_pretrained(checkpoint)
+    save_file({name: tensor.contiguous() for name, tensor in weights.items()}, os.path.join(checkpoint, "model.safetensors"))
+    model = InklingForCausalLM.from_pretrained(checkpoint, use_kernels=False)
+    generators, init = [], MTPCandidateGenerator.__init__  # to see the MTP cache
+    MTPCandidateGenerator.__init__ = lambda self, *args, **kw: (init(self, *args, **kw), generators.append(self))[0]
+    model.generate(torch.tensor([[1, 5, 2, 3, 7]]), use_mtp=True, do_sample=False, max_new_tokens=40)
+print(max(state.shape[-1] for state in generators[0].mtp_cache.layers[0].conv_states.values()))  # conv columns
+# 5.25.0: 43 (one per token). With this PR: 5
+```"""
+
 STEPS = (
     Step(
         "step1_clamp",
@@ -387,6 +414,22 @@ STEPS = (
         ),
     ),
     Step(
+        "step10_mtp",
+        "10-mtp",
+        "Keep the working size of the MTP cache's conv states",
+        tests=("MTPCandidateGeneratorCacheSizeTest",),
+        summary=(
+            "`MTPCandidateGenerator` makes its `MtpCache` record its past, so that it can be rolled back, and a "
+            "recording linear attention layer keeps every conv column until a crop. But the generator only crops it in "
+            "the rounds that re-feed tokens (several MTP layers, few drafts accepted): with one MTP layer (Inkling's, "
+            "conv states only) the conv states grow by a column per generated token, for the whole generation.\n\n"
+            + MTP_REPRODUCTION
+            + "\n\nThe other rounds now `crop(0)` the MTP cache (no token removed), which brings its conv states back "
+            "to their working size; the tokens are unchanged."
+        ),
+        behaviour_changes=("The MTP cache's conv states no longer grow with the generation (memory).",),
+    ),
+    Step(
         "step11_exact",
         "11-fork-exact",
         "Roll linear attention layers back exactly, or refuse before anything changes",
@@ -541,6 +584,9 @@ FINGERPRINTS: dict[str, frozenset[str]] = {
     "transformers.masking_utils.create_chunked_causal_mask": frozenset({"e64b45d0f7dd2a35"}),
     "transformers.masking_utils.create_sliding_window_causal_mask": frozenset({"ffab5dcece593326"}),
     "transformers.models.inkling.modeling_inkling.InklingAttention.forward": frozenset({"56200cdd598271cd"}),
+    "transformers.generation.candidate_generator.MTPCandidateGenerator.get_candidates": frozenset(
+        {"57457772013253e8"}
+    ),
 }
 
 

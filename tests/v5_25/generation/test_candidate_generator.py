@@ -13,7 +13,10 @@
 # limitations under the License.
 
 
+import os
+import tempfile
 import unittest
+from unittest import mock
 
 from transformers import is_torch_available
 from transformers.testing_utils import require_torch, torch_device
@@ -21,9 +24,11 @@ from transformers.testing_utils import require_torch, torch_device
 
 if is_torch_available():
     import torch
+    from safetensors.torch import save_file
 
-    from transformers import LlamaConfig, LlamaForCausalLM
-    from transformers.generation.candidate_generator import PromptLookupCandidateGenerator
+    from transformers import InklingForCausalLM, InklingTextConfig, LlamaConfig, LlamaForCausalLM
+    from transformers.generation.candidate_generator import MTPCandidateGenerator, PromptLookupCandidateGenerator
+    from transformers.modeling_layers import MtpModel
 
 
 @require_torch
@@ -54,3 +59,47 @@ class PromptLookupCandidateGeneratorTest(unittest.TestCase):
         prompt_lookup = model.generate(**inputs, prompt_lookup_num_tokens=10)
 
         self.assertEqual(prompt_lookup.tolist(), greedy.tolist())
+
+
+@require_torch
+class MTPCandidateGeneratorCacheSizeTest(unittest.TestCase):
+    def test_mtp_cache_conv_states_keep_their_working_size(self):
+        """The conv states of the MTP cache keep their working size instead of growing by a column per token."""
+        torch.manual_seed(0)
+        config = InklingTextConfig(
+            vocab_size=8, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+            head_dim=8, swa_num_attention_heads=4, swa_num_key_value_heads=2, swa_head_dim=8, sliding_window_size=16,
+            d_rel=4, rel_extent=32, intermediate_size=64, moe_intermediate_size=16, n_routed_experts=4,
+            num_experts_per_tok=2, num_mtp_layers=1, bos_token_id=None, eos_token_id=None, pad_token_id=None,
+        )  # fmt: skip
+        model = InklingForCausalLM(config).to(torch.float64)
+        weights = {
+            **model.state_dict(),
+            **MtpModel(model, 1).to(torch.float64).layers.state_dict(prefix="model.mtp.layers."),
+        }
+        generators = []
+        init = MTPCandidateGenerator.__init__
+
+        def recording_init(self, *args, **kwargs):
+            init(self, *args, **kwargs)
+            generators.append(self)
+
+        input_ids = torch.tensor([[1, 5, 2, 3, 7]])
+        with tempfile.TemporaryDirectory() as checkpoint:  # the MTP layers are loaded from the checkpoint
+            model.save_pretrained(checkpoint)
+            save_file(
+                {name: tensor.contiguous() for name, tensor in weights.items()},
+                os.path.join(checkpoint, "model.safetensors"),
+            )
+            model = InklingForCausalLM.from_pretrained(
+                checkpoint, dtype=torch.float64, use_kernels=False, experts_implementation="eager"
+            ).eval()
+            with mock.patch.object(MTPCandidateGenerator, "__init__", recording_init):
+                mtp = model.generate(input_ids, use_mtp=True, do_sample=False, max_new_tokens=20)
+        self.assertEqual(mtp.tolist(), model.generate(input_ids, do_sample=False, max_new_tokens=20).tolist())
+
+        # At most the tokens of the last MTP forward (`num_mtp_layers + 1`) past the `conv_kernel_size` columns
+        for layer in generators[0].mtp_cache.layers:
+            for state_idx in range(layer.number_of_states):
+                max_size = layer.conv_kernel_size[state_idx] + config.num_mtp_layers + 1
+                self.assertLessEqual(layer.conv_states[state_idx].shape[-1], max_size)
