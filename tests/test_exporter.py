@@ -146,6 +146,13 @@ def test_decorators_comments_and_super_are_kept():
     assert "super(" not in source.replace("super()", "")
 
 
+def test_changed_units_reads_one_line_class_bodies():
+    # `class InklingAudioModelEmbeddings(HiggsAudioV2Embeddings): ...` (5.25's modular_inkling.py) has no indented block
+    before = "class Short(Base): ...\n\n\ndef f():\n    return 1\n"
+    after = "class Short(Base): ...\n\n\ndef f():\n    return 2\n"
+    assert changed_units(before, after) == {"f"}
+
+
 def test_everything_else_is_byte_identical():
     result = transplant(TARGET, _overlay())
     expected = set(REPLACED) | set(result.added) | set(result.helpers) | {"imports"}

@@ -975,7 +975,11 @@ def _units(module: cst.Module) -> dict[str, str]:
                 key = (
                     f"{name}.{member.name.value}" if isinstance(member, cst.FunctionDef) else f"{name}: {code(member)}"
                 )
-                units[key] = code(member.with_changes(leading_lines=_comment_lines(member.leading_lines)))
+                # A one-line class body (`class Unset: ...`) holds small statements, which have no leading lines
+                leading = getattr(member, "leading_lines", None)
+                units[key] = code(
+                    member if leading is None else member.with_changes(leading_lines=_comment_lines(leading))
+                )
         elif _is_import_line(statement):
             units.setdefault("imports", "")
             units["imports"] += code(statement.with_changes(leading_lines=[]))
