@@ -335,8 +335,8 @@ STEPS = (
     Step(
         "step6_lookup",
         "6-lookup",
-        "Leave room for the main model's token in prompt lookup's candidates",
-        tests=("PromptLookupCandidateGeneratorTest",),
+        "Leave room for the main model's token in the candidates of prompt lookup and DFlash",
+        tests=("PromptLookupCandidateGeneratorTest", "DFlashStaticCacheTest"),
         summary=(
             "`PromptLookupCandidateGenerator.get_candidates` clamps the end of its candidates as a position "
             "(`min(end_idx, input_length, max_length)`), which never binds: it proposes up to "
@@ -345,9 +345,14 @@ STEPS = (
             "(trimmed afterwards); with a static one the verification forward writes past the cache's end. "
             "`AssistedCandidateGenerator` already drafts at most `max_length - cur_len - 1` tokens.\n\n"
             + LOOKUP_REPRODUCTION
-            + "\n\nPrompt lookup now proposes at most that many candidates too."
+            + "\n\nPrompt lookup now proposes at most that many candidates too. DFlash computes that bound "
+            "(`max_new_tokens`) but returned its `block_size - 1` drafts whatever the length: it now returns at most "
+            "`max_new_tokens` of them (its test: a hybrid main model with a static cache, `IndexError` on 5.25.0)."
         ),
-        behaviour_changes=("Near `max_length`, prompt lookup proposes fewer candidates (the surplus was discarded).",),
+        behaviour_changes=(
+            "Near `max_length`, prompt lookup and DFlash propose fewer candidates (the surplus was discarded, or "
+            "overflowed a static cache).",
+        ),
     ),
     Step(
         "step7_states",
@@ -586,6 +591,9 @@ FINGERPRINTS: dict[str, frozenset[str]] = {
     "transformers.models.inkling.modeling_inkling.InklingAttention.forward": frozenset({"56200cdd598271cd"}),
     "transformers.generation.candidate_generator.MTPCandidateGenerator.get_candidates": frozenset(
         {"57457772013253e8"}
+    ),
+    "transformers.generation.candidate_generator.DFlashTokenCandidateGenerator.get_candidates": frozenset(
+        {"7e8e468c42b2397e"}
     ),
 }
 

@@ -26,7 +26,16 @@ if is_torch_available():
     import torch
     from safetensors.torch import save_file
 
-    from transformers import InklingForCausalLM, InklingTextConfig, LlamaConfig, LlamaForCausalLM
+    from transformers import (
+        InklingForCausalLM,
+        InklingTextConfig,
+        LlamaConfig,
+        LlamaForCausalLM,
+        MuseGlimmerAssistantConfig,
+        MuseGlimmerAssistantModel,
+        Qwen3NextConfig,
+        Qwen3NextForCausalLM,
+    )
     from transformers.generation.candidate_generator import MTPCandidateGenerator, PromptLookupCandidateGenerator
     from transformers.modeling_layers import MtpModel
 
@@ -59,6 +68,32 @@ class PromptLookupCandidateGeneratorTest(unittest.TestCase):
         prompt_lookup = model.generate(**inputs, prompt_lookup_num_tokens=10)
 
         self.assertEqual(prompt_lookup.tolist(), greedy.tolist())
+
+
+@require_torch
+class DFlashStaticCacheTest(unittest.TestCase):
+    def test_dflash_with_a_static_cache_matches_greedy(self):
+        """The default static cache holds `max_length - 1` tokens: DFlash drafts no more than fit before its end."""
+        torch.manual_seed(0)
+        common = {"vocab_size": 64, "hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 4}
+        linear = {"linear_num_value_heads": 2, "linear_num_key_heads": 2, "linear_key_head_dim": 8}
+        config = Qwen3NextConfig(
+            **common, **linear, linear_value_head_dim=8, num_hidden_layers=2, num_key_value_heads=2, head_dim=8,
+            num_experts=0, layer_types=["linear_attention", "full_attention"],
+        )  # fmt: skip
+        model = Qwen3NextForCausalLM(config).to(torch_device, torch.float64).eval()
+        drafter_config = MuseGlimmerAssistantConfig(
+            **common, num_hidden_layers=1, num_key_value_heads=2, head_dim=8, block_size=4, mask_token_id=63,
+            target_layer_ids=[0, 1],
+        )  # fmt: skip
+        drafter = MuseGlimmerAssistantModel(drafter_config).to(torch_device, torch.float64).eval()
+        input_ids = torch.arange(1, 8, device=torch_device)[None]
+        inputs = {"input_ids": input_ids, "max_new_tokens": 14, "do_sample": False, "cache_implementation": "static"}
+
+        greedy = model.generate(**inputs)
+        dflash = model.generate(**inputs, assistant_model=drafter, speculation_type="dflash")
+
+        self.assertEqual(dflash.tolist(), greedy.tolist())
 
 
 @require_torch

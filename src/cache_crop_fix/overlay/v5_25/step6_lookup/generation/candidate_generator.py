@@ -1,12 +1,17 @@
-# The one statement of `PromptLookupCandidateGenerator.get_candidates` (transformers/generation/candidate_generator.py,
-# 5.25.x) that changes: the end of the candidates was clamped as a position (`input_length`, `max_length`), so prompt
-# lookup proposed up to `num_output_tokens` candidates whatever the length: one or more past `max_length - 1`, the size
-# of the default static cache (`IndexError`). A codemod rather than a copy of the method (see `cache_crop_fix.codemod`).
+# One statement of `PromptLookupCandidateGenerator.get_candidates` and one of `DFlashTokenCandidateGenerator.get_candidates`
+# (transformers/generation/candidate_generator.py, 5.25.x) change: prompt lookup clamped the end of its candidates as a
+# position (`input_length`, `max_length`), and DFlash computed `max_new_tokens` but returned `block_size - 1` drafts
+# whatever the length, so both proposed candidates past `max_length - 1`, the size of the default static cache
+# (`IndexError`). Codemods rather than copies of the methods (see `cache_crop_fix.codemod`).
 
 CODEMODS = {
     "PromptLookupCandidateGenerator.get_candidates": (
         "end_idx = min(end_idx, input_length, self.max_length)",
         "# The main model adds one token after the candidates: at most `max_length - input_length - 1` of them fit\n"
         "end_idx = min(end_idx, input_length, start_idx + self.max_length - input_length - 1)",
-    )
+    ),
+    "DFlashTokenCandidateGenerator.get_candidates": (
+        "outputs.last_hidden_state[:, 1:].to(self.main_model_output_embeddings.weight.device)",
+        "outputs.last_hidden_state[:, 1 : max_new_tokens + 1].to(self.main_model_output_embeddings.weight.device)",
+    ),
 }
