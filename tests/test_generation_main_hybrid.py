@@ -11,14 +11,15 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""End-to-end assisted decoding and prompt lookup with hybrid and SSM *main* models (transformers 5.25 only).
+"""End-to-end assisted decoding, prompt lookup and DFlash with hybrid and SSM *main* models (transformers 5.25 only).
 
 5.25 lets stateful main models run assisted decoding: their cache records a per-token history of the recurrent states
 (`activate_past_recording(recurrent_states_to_keep=N)`) and `crop` restores the state of the last kept token. The main
 models here are tiny randomly initialised models built from configs, in float64, runnable on CPU without kernels; the
 assistant is a tiny Llama sharing their vocabulary, either with its own random weights (its drafts are nearly always
 all rejected) or with the embeddings and the head of the main model (some drafts are accepted, so the heuristic
-schedule grows), or a noisy copy of the main model (`GROWING_NOISE`); prompt lookup needs no assistant. Every case
+schedule grows), or a noisy copy of the main model (`GROWING_NOISE`); prompt lookup needs no assistant, and DFlash a
+tiny drafter reading the main model's hidden states (5 families it cannot draft for: `DFLASH_UNSUPPORTED`). Every case
 runs with the default dynamic cache and with a static one (`cache_implementation="static"`, the main cache only). For
 every case the tests check that
 
@@ -72,7 +73,13 @@ pytestmark = pytest.mark.skipif(
 if is_torch_available():
     import torch
 
-    from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM
+    from transformers import (
+        DynamicCache,
+        LlamaConfig,
+        LlamaForCausalLM,
+        MuseGlimmerAssistantConfig,
+        MuseGlimmerAssistantModel,
+    )
     from transformers.cache_utils import Cache, CacheLayerMixin, LinearAttentionCacheLayerMixin, StaticLayer
 
 
@@ -431,6 +438,18 @@ MODES = {
     "shared_heuristic": {"assistant": "shared", "num_assistant_tokens_schedule": "heuristic"},
     "prompt_lookup": {"prompt_lookup_num_tokens": NUM_ASSISTANT_TOKENS},
     "growing_heuristic": {"assistant": "noisy_copy", "num_assistant_tokens_schedule": "heuristic"},
+    # A tiny DFlash drafter (`MuseGlimmerAssistantModel`) drafting `NUM_ASSISTANT_TOKENS - 1` tokens from the main
+    # model's hidden states
+    "dflash": {"speculation_type": "dflash"},
+}
+# Main models DFlash cannot draft for, for reasons outside the rollback (they raise before any crop, on stock too:
+# `test_dflash_fails_before_any_rollback`)
+DFLASH_UNSUPPORTED = {
+    "mamba": (KeyError, "the DFlash generator reads `position_ids`, which the Mamba models do not use"),
+    "falcon_mamba": (KeyError, "the DFlash generator reads `position_ids`, which the Mamba models do not use"),
+    "mamba2": (KeyError, "the DFlash generator reads `position_ids`, which the Mamba models do not use"),
+    "qwen4_exp": (RuntimeError, "its hidden states hold its hyper-connection streams, wider than `hidden_size`"),
+    "glm5_next": (RuntimeError, "the multimodal model's hidden states do not have the shape the drafter reads"),
 }
 # With a static main cache (`cache_implementation="static"`)
 STATIC_MODES = MODES
@@ -538,6 +557,20 @@ def _noisy_copy(name, variant="dynamic"):
                 noise = torch.randn(parameter.shape, generator=generator, dtype=parameter.dtype)
                 parameter.add_(noise * scale * parameter.std())
     return model
+
+
+@cache
+def _dflash_drafter():
+    """A tiny DFlash drafter reading the hidden states of both layers of the main model."""
+    torch.manual_seed(2)
+    config = MuseGlimmerAssistantConfig(
+        **{**COMMON, **ATTENTION, "num_hidden_layers": 1},
+        head_dim=8,
+        block_size=NUM_ASSISTANT_TOKENS,
+        mask_token_id=VOCAB_SIZE - 1,
+        target_layer_ids=[0, 1],
+    )
+    return MuseGlimmerAssistantModel(config).eval().to(MODEL_DTYPE)
 
 
 def _input_ids():
@@ -726,6 +759,8 @@ def _generate(name, mode, cache_implementation="dynamic", variant=None):
         kwargs["assistant_model"] = _set_generation_config(assistant, schedule)
         if kind == "noisy_copy":
             assistant.generation_config.num_assistant_tokens = GROWING_START
+    if kwargs.get("speculation_type") == "dflash":
+        kwargs["assistant_model"] = _dflash_drafter()
     if cache_implementation == "static":
         kwargs["cache_implementation"] = "static"
     with _MainCacheSpy(model, PROMPT_LENGTH) as spy:
@@ -775,6 +810,8 @@ class HybridMainModelAssistedGenerationTest(unittest.TestCase):
     def check_assisted_generation(self, name, mode, cache_implementation):
         if (reason := KNOWN_UPSTREAM_FAILURES.get((name, mode, cache_implementation))) is not None:
             self.skipTest(f"known upstream failure: {reason}")
+        if mode == "dflash" and name in DFLASH_UNSUPPORTED:
+            self.skipTest(f"DFlash does not support it: {DFLASH_UNSUPPORTED[name][1]}")
         self.assertRoundsRight(*_generate(name, mode, cache_implementation), name, mode)
 
     @parameterized.expand(
@@ -791,6 +828,16 @@ class HybridMainModelAssistedGenerationTest(unittest.TestCase):
     def test_static_cache_matches_greedy_and_equals_fresh_forward_after_every_round(self, name, mode):
         """The main cache is a `StaticCache` (the assistant's stays dynamic)."""
         self.check_assisted_generation(name, mode, "static")
+
+    @parameterized.expand(
+        [(name,) for name in DFLASH_UNSUPPORTED],
+        name_func=lambda func, num, param: f"{func.__name__}_{param.args[0]}",
+    )
+    def test_dflash_fails_before_any_rollback(self, name):
+        """The models DFlash cannot draft for raise before the first crop: a limit of DFlash, not of the rollback."""
+        error, _ = DFLASH_UNSUPPORTED[name]
+        with self.assertRaises(error):
+            _generate(name, "dflash")
 
     @parameterized.expand(
         [(name,) for name in STATIC_VARIANTS],
