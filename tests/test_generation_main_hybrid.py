@@ -73,14 +73,11 @@ pytestmark = pytest.mark.skipif(
 if is_torch_available():
     import torch
 
-    from transformers import (
-        DynamicCache,
-        LlamaConfig,
-        LlamaForCausalLM,
-        MuseGlimmerAssistantConfig,
-        MuseGlimmerAssistantModel,
-    )
+    from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM
     from transformers.cache_utils import Cache, CacheLayerMixin, LinearAttentionCacheLayerMixin, StaticLayer
+
+    if transformers.__version__.startswith("5.25"):
+        from transformers import MuseGlimmerAssistantConfig, MuseGlimmerAssistantModel
 
 
 VOCAB_SIZE = 64
