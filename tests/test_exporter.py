@@ -741,6 +741,9 @@ def test_modular_counterpart_and_exported_test_files(tmp_path):
     assert plan.modular_counterpart("src/transformers/models/pi0/modeling_pi0.py") == (
         "src/transformers/models/pi0/modular_pi0.py"
     )
+    assert plan.modular_counterpart("src/transformers/models/pi0/configuration_pi0.py") == (
+        "src/transformers/models/pi0/modular_pi0.py"
+    )
     assert plan.modular_counterpart("src/transformers/cache_utils.py") is None
     _write(
         tmp_path,

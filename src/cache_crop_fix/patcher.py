@@ -288,7 +288,9 @@ def _plan(name: str) -> Iterator[Patch]:
         # One-statement changes of upstream methods (see `cache_crop_fix.codemod`)
         for label, (old, new) in vars(ours).get(CODEMODS_NAME, {}).items():
             class_name, _, attribute = label.rpartition(".")
-            members[class_name or None, attribute] = _Codemod(label, old, new)
+            earlier = members.get((class_name or None, attribute))
+            earlier = earlier if isinstance(earlier, _Codemod) else None
+            members[class_name or None, attribute] = _Codemod(label, old, new, earlier)
         for value in vars(ours).values():
             if _is_own_function(value, ours):
                 members[None, value.__name__] = value
@@ -305,7 +307,7 @@ def _plan(name: str) -> Iterator[Patch]:
         if isinstance(value, _Codemod):
             owner = getattr(upstream, owner_name)
             original = vars(owner).get(attribute, MISSING)
-            yield Patch(owner, attribute, value.apply(original, upstream), original)
+            yield Patch(owner, attribute, value.apply(original, upstream, owner), original)
             continue
         functions.append(inspect.unwrap(_unwrap(value)))
         if owner_name is None:
@@ -323,22 +325,40 @@ class _Codemod:
     label: str  # "Class.method"
     old: str
     new: str
+    earlier: _Codemod | None = None  # of the same method by an earlier step: applied first
 
-    def apply(self, original: object, upstream: types.ModuleType) -> object:
-        """The upstream method `original` with the statement changed, defined in `upstream` (decorators included)."""
+    def rewrite(self, source: str) -> str:
+        if self.earlier is not None:
+            source = self.earlier.rewrite(source)
+        return rewrite_statement(source, self.old, self.new, self.label)
+
+    def apply(self, original: object, upstream: types.ModuleType, owner: type | None = None) -> object:
+        """The upstream method `original` (of the class `owner`, if any) with the statement changed, defined in
+        `upstream` (decorators included)."""
         if not isinstance(original, types.FunctionType):
             raise UnsupportedTransformersError(f"{upstream.__name__}.{self.label} is not a function upstream.")
         try:
-            source = rewrite_statement(textwrap.dedent(inspect.getsource(original)), self.old, self.new, self.label)
+            source = self.rewrite(textwrap.dedent(inspect.getsource(original)))
         except CodemodError as error:
             raise UnsupportedTransformersError(str(error)) from error
+        if owner is not None:
+            # A method is compiled in a class body of its class's name: zero-argument `super()` gets its `__class__`
+            # cell (made the upstream class below) and private names are mangled as upstream's are
+            source = f"class {owner.__name__}:\n" + textwrap.indent(source, "    ")
         # Registered like a file, so that tracebacks and `inspect.getsource` show the code that runs
         filename = f"<cache_crop_fix codemod of {upstream.__name__}.{self.label}>"
         linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
         namespace: dict[str, object] = {}
         exec(compile(source, filename, "exec"), vars(upstream), namespace)
-        function = namespace[original.__name__]
-        inspect.unwrap(function).__qualname__ = original.__qualname__
+        if owner is None:
+            function = namespace[original.__name__]
+        else:
+            function = vars(namespace[owner.__name__])[original.__name__]
+        inner = inspect.unwrap(function)
+        for name, cell in zip(inner.__code__.co_freevars, inner.__closure__ or ()):
+            if name == "__class__":
+                cell.cell_contents = owner
+        inner.__qualname__ = original.__qualname__
         return function
 
     def patch_function(self, upstream: types.ModuleType) -> Patch:

@@ -75,8 +75,9 @@ def exported_test_files(tests_dir: Path) -> list[str]:
 
 
 def modular_counterpart(path: str) -> str | None:
-    """`src/transformers/models/x/modular_x.py` for `src/transformers/models/x/modeling_x.py`, else `None`."""
-    match = re.fullmatch(r"(src/transformers/models/[^/]+/)modeling_([^/]+\.py)", path)
+    """`src/transformers/models/x/modular_x.py` for `src/transformers/models/x/modeling_x.py` (or `configuration_x.py`,
+    which the modular file generates too), else `None`."""
+    match = re.fullmatch(r"(src/transformers/models/[^/]+/)(?:modeling|configuration)_([^/]+\.py)", path)
     return f"{match.group(1)}modular_{match.group(2)}" if match else None
 
 

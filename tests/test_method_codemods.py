@@ -1,0 +1,52 @@
+"""Codemods of methods (e.g. 5.25's step 11 on `BailingHybridConfig.__post_init__`) compile the changed method in a
+class body of its class's name: zero-argument `super()` then finds the upstream class, and private names are mangled as
+upstream's are."""
+
+import importlib.util
+import textwrap
+
+from cache_crop_fix.patcher import _Codemod
+
+
+UPSTREAM = textwrap.dedent(
+    """
+    class Base:
+        def value(self):
+            return 1
+
+
+    class Child(Base):
+        __scale = 10
+
+        def value(self):
+            total = super().value()
+            return total * self.__scale
+    """
+)
+
+
+def _import(tmp_path):
+    path = tmp_path / "upstream_module.py"
+    path.write_text(UPSTREAM)
+    spec = importlib.util.spec_from_file_location("upstream_module", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_changed_method_calls_super_and_reads_private_names(tmp_path):
+    module = _import(tmp_path)
+    codemod = _Codemod("Child.value", "total = super().value()", "total = super().value() + 1")
+    module.Child.value = codemod.apply(vars(module.Child)["value"], module, module.Child)
+
+    assert module.Child().value() == 20
+    assert module.Child.value.__qualname__ == "Child.value"
+
+
+def test_codemods_of_two_steps_apply_in_step_order(tmp_path):
+    module = _import(tmp_path)
+    first = _Codemod("Child.value", "total = super().value()", "total = super().value() + 1")
+    second = _Codemod("Child.value", "total = super().value() + 1", "total = super().value() + 2", earlier=first)
+    module.Child.value = second.apply(vars(module.Child)["value"], module, module.Child)
+
+    assert module.Child().value() == 30
