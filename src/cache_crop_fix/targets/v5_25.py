@@ -240,6 +240,13 @@ print(max(state.shape[-1] for state in generators[0].mtp_cache.layers[0].conv_st
 # 5.25.0: 43 (one per token). With this PR: 5
 ```"""
 
+BAILING_MTP_REPRODUCTION = """\
+```python
+from transformers import BailingHybridConfig
+config = BailingHybridConfig(num_mtp_layers=2)
+print(config.get_mtp_config().layer_types)  # 5.25.0: ValueError. With this PR: ['full_attention', 'full_attention']
+```"""
+
 STEPS = (
     Step(
         "step1_clamp",
@@ -335,8 +342,8 @@ STEPS = (
     Step(
         "step6_lookup",
         "6-lookup",
-        "Leave room for the main model's token in the candidates of prompt lookup and DFlash",
-        tests=("PromptLookupCandidateGeneratorTest", "DFlashStaticCacheTest"),
+        "Leave room for the main model's token in the candidates of prompt lookup, DFlash and MTP",
+        tests=("PromptLookupCandidateGeneratorTest", "DFlashStaticCacheTest", "MTPCandidateGeneratorStaticCacheTest"),
         summary=(
             "`PromptLookupCandidateGenerator.get_candidates` clamps the end of its candidates as a position "
             "(`min(end_idx, input_length, max_length)`), which never binds: it proposes up to "
@@ -347,10 +354,13 @@ STEPS = (
             + LOOKUP_REPRODUCTION
             + "\n\nPrompt lookup now proposes at most that many candidates too. DFlash computes that bound "
             "(`max_new_tokens`) but returned its `block_size - 1` drafts whatever the length: it now returns at most "
-            "`max_new_tokens` of them (its test: a hybrid main model with a static cache, `IndexError` on 5.25.0)."
+            "`max_new_tokens` of them (its test: a hybrid main model with a static cache, `IndexError` on 5.25.0). "
+            "The MTP drafter returned one draft per MTP layer whatever the length: its candidates are now cut to "
+            "`max_length - 1` tokens (`max_length` kept from the generation config; its test: Bailing-hybrid's MTP "
+            "layer with a static cache, `IndexError` on 5.25.0)."
         ),
         behaviour_changes=(
-            "Near `max_length`, prompt lookup and DFlash propose fewer candidates (the surplus was discarded, or "
+            "Near `max_length`, prompt lookup, DFlash and MTP propose fewer candidates (the surplus was discarded, or "
             "overflowed a static cache).",
         ),
     ),
@@ -435,8 +445,28 @@ STEPS = (
         behaviour_changes=("The MTP cache's conv states no longer grow with the generation (memory).",),
     ),
     Step(
-        "step11_exact",
-        "11-fork-exact",
+        "step11_bailing",
+        "11-bailing",
+        "Name the types of Bailing-hybrid's MTP layers",
+        tests=("BailingHybridMtpConfigTest",),
+        summary=(
+            "`generate(use_mtp=True)` builds the MTP layers from `config.get_mtp_config()`, which refuses a config "
+            "that has `layer_types` but no `mtp_layer_types` (and the same for `mlp_layer_types`) as ambiguous. Every "
+            "Bailing-hybrid config has `layer_types` and `mlp_layer_types` and no MTP counterparts, so `use_mtp=True` "
+            "raised a `ValueError` for every checkpoint, although the model registers its MTP layers "
+            "(`num_mtp_layers`, their weights ignored on load for `MtpModel` to find).\n\n"
+            + BAILING_MTP_REPRODUCTION
+            + "\n\nThe MTP layers are MLA attention and routed-experts layers (as in the original Ling modeling "
+            "code); `__post_init__` now sets these defaults, and a config that names its own keeps them."
+        ),
+        behaviour_changes=(
+            "Bailing-hybrid configs carry `mtp_layer_types` and `mtp_mlp_layer_types` (`generate(use_mtp=True)` "
+            "builds the MTP layers instead of raising).",
+        ),
+    ),
+    Step(
+        "step12_exact",
+        "12-fork-exact",
         "Roll linear attention layers back exactly, or refuse before anything changes",
         tests=("LinearAttentionHistoryTest", "GrowingScheduleAssistedDecodingTest"),
         summary=(
@@ -471,8 +501,8 @@ STEPS = (
         kind="fork",
     ),
     Step(
-        "step12_refuse",
-        "12-fork-refuse",
+        "step13_refuse",
+        "13-fork-refuse",
         "Refuse `crop` on attention layers that cannot put their states back",
         tests=(
             "RefusedCropTest",
@@ -505,8 +535,8 @@ STEPS = (
         kind="fork",
     ),
     Step(
-        "step13_deepseek",
-        "13-fork-deepseek",
+        "step14_deepseek",
+        "14-fork-deepseek",
         "Refuse partial `crop` on DeepSeek-V4's compressed-attention caches, and empty them as assistant caches",
         tests=("DeepseekV4CacheCropTest",),
         summary=(
@@ -526,8 +556,8 @@ STEPS = (
         kind="fork",
     ),
     Step(
-        "step14_edges",
-        "14-fork-edges",
+        "step15_edges",
+        "15-fork-edges",
         "Crop dynamic layers without tokens yet, and removals beyond 64 bits",
         tests=("CropEdgesTest", "MiniMaxM3VLSparseCacheCropEdgesTest"),
         summary=(
@@ -589,6 +619,10 @@ FINGERPRINTS: dict[str, frozenset[str]] = {
     "transformers.masking_utils.create_chunked_causal_mask": frozenset({"e64b45d0f7dd2a35"}),
     "transformers.masking_utils.create_sliding_window_causal_mask": frozenset({"ffab5dcece593326"}),
     "transformers.models.inkling.modeling_inkling.InklingAttention.forward": frozenset({"56200cdd598271cd"}),
+    "transformers.models.bailing_hybrid.configuration_bailing_hybrid.BailingHybridConfig.__post_init__": frozenset(
+        {"cbd19e1594afe258"}
+    ),
+    "transformers.generation.candidate_generator.MTPCandidateGenerator.__init__": frozenset({"c01bbed9809bfd8f"}),
     "transformers.generation.candidate_generator.MTPCandidateGenerator.get_candidates": frozenset(
         {"57457772013253e8"}
     ),

@@ -27,6 +27,8 @@ if is_torch_available():
     from safetensors.torch import save_file
 
     from transformers import (
+        BailingHybridConfig,
+        BailingHybridForCausalLM,
         InklingForCausalLM,
         InklingTextConfig,
         LlamaConfig,
@@ -96,22 +98,67 @@ class DFlashStaticCacheTest(unittest.TestCase):
         self.assertEqual(dflash.tolist(), greedy.tolist())
 
 
+def _inkling_with_mtp_layers(checkpoint):
+    """A tiny Inkling loaded from a checkpoint, saved in `checkpoint`, that has the weights of one MTP layer."""
+    torch.manual_seed(0)
+    config = InklingTextConfig(
+        vocab_size=8, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=8, swa_num_attention_heads=4, swa_num_key_value_heads=2, swa_head_dim=8, sliding_window_size=16,
+        d_rel=4, rel_extent=32, intermediate_size=64, moe_intermediate_size=16, n_routed_experts=4,
+        num_experts_per_tok=2, num_mtp_layers=1, bos_token_id=None, eos_token_id=None, pad_token_id=None,
+    )  # fmt: skip
+    model = InklingForCausalLM(config).to(torch.float64)
+    weights = {
+        **model.state_dict(),
+        **MtpModel(model, 1).to(torch.float64).layers.state_dict(prefix="model.mtp.layers."),
+    }
+    model.save_pretrained(checkpoint)
+    save_file(
+        {name: tensor.contiguous() for name, tensor in weights.items()}, os.path.join(checkpoint, "model.safetensors")
+    )
+    return InklingForCausalLM.from_pretrained(
+        checkpoint, dtype=torch.float64, use_kernels=False, experts_implementation="eager"
+    ).eval()
+
+
+@require_torch
+class MTPCandidateGeneratorStaticCacheTest(unittest.TestCase):
+    def test_mtp_drafts_fit_in_the_static_cache(self):
+        """MTP drafts no more than `max_length - 1` tokens in all, the size of the default static cache."""
+        torch.manual_seed(0)
+        config = BailingHybridConfig(
+            vocab_size=64, hidden_size=32, intermediate_size=64, moe_intermediate_size=16, num_hidden_layers=2,
+            layer_types=["linear_attention", "full_attention"], num_attention_heads=4, num_key_value_heads=4,
+            head_dim=8, kv_lora_rank=16, q_lora_rank=None, qk_rope_head_dim=8, v_head_dim=8, qk_nope_head_dim=8,
+            n_group=1, topk_group=1, num_experts_per_tok=2, num_local_experts=4, first_k_dense_replace=1,
+            num_mtp_layers=1, mtp_layer_types=["full_attention"], mtp_mlp_layer_types=["sparse"], bos_token_id=None,
+            eos_token_id=None, pad_token_id=None,
+        )  # fmt: skip
+        model = BailingHybridForCausalLM(config).to(torch.float64)
+        mtp_model = MtpModel(model, 1).to(torch.float64)
+        for module in mtp_model.modules():
+            model._init_weights(module)
+        # The checkpoint keeps the MTP layer after the decoder layers, its decoder block's weights unnested
+        weights = dict(model.state_dict())
+        for name, tensor in mtp_model.layers.state_dict().items():
+            weights["model.layers.2." + name.removeprefix("0.").removeprefix("mtp_block.")] = tensor
+        input_ids = torch.tensor([[1, 5, 2, 3, 7]])
+        with tempfile.TemporaryDirectory() as checkpoint:  # the MTP layers are loaded from the checkpoint
+            model.save_pretrained(checkpoint)
+            save_file({k: v.contiguous() for k, v in weights.items()}, os.path.join(checkpoint, "model.safetensors"))
+            model = BailingHybridForCausalLM.from_pretrained(
+                checkpoint, dtype=torch.float64, use_kernels=False, experts_implementation="eager"
+            ).eval()
+            mtp = model.generate(
+                input_ids, use_mtp=True, do_sample=False, max_new_tokens=12, cache_implementation="static"
+            )
+        self.assertEqual(mtp.tolist(), model.generate(input_ids, do_sample=False, max_new_tokens=12).tolist())
+
+
 @require_torch
 class MTPCandidateGeneratorCacheSizeTest(unittest.TestCase):
     def test_mtp_cache_conv_states_keep_their_working_size(self):
         """The conv states of the MTP cache keep their working size instead of growing by a column per token."""
-        torch.manual_seed(0)
-        config = InklingTextConfig(
-            vocab_size=8, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-            head_dim=8, swa_num_attention_heads=4, swa_num_key_value_heads=2, swa_head_dim=8, sliding_window_size=16,
-            d_rel=4, rel_extent=32, intermediate_size=64, moe_intermediate_size=16, n_routed_experts=4,
-            num_experts_per_tok=2, num_mtp_layers=1, bos_token_id=None, eos_token_id=None, pad_token_id=None,
-        )  # fmt: skip
-        model = InklingForCausalLM(config).to(torch.float64)
-        weights = {
-            **model.state_dict(),
-            **MtpModel(model, 1).to(torch.float64).layers.state_dict(prefix="model.mtp.layers."),
-        }
         generators = []
         init = MTPCandidateGenerator.__init__
 
@@ -121,14 +168,7 @@ class MTPCandidateGeneratorCacheSizeTest(unittest.TestCase):
 
         input_ids = torch.tensor([[1, 5, 2, 3, 7]])
         with tempfile.TemporaryDirectory() as checkpoint:  # the MTP layers are loaded from the checkpoint
-            model.save_pretrained(checkpoint)
-            save_file(
-                {name: tensor.contiguous() for name, tensor in weights.items()},
-                os.path.join(checkpoint, "model.safetensors"),
-            )
-            model = InklingForCausalLM.from_pretrained(
-                checkpoint, dtype=torch.float64, use_kernels=False, experts_implementation="eager"
-            ).eval()
+            model = _inkling_with_mtp_layers(checkpoint)
             with mock.patch.object(MTPCandidateGenerator, "__init__", recording_init):
                 mtp = model.generate(input_ids, use_mtp=True, do_sample=False, max_new_tokens=20)
         self.assertEqual(mtp.tolist(), model.generate(input_ids, do_sample=False, max_new_tokens=20).tolist())
@@ -136,5 +176,5 @@ class MTPCandidateGeneratorCacheSizeTest(unittest.TestCase):
         # At most the tokens of the last MTP forward (`num_mtp_layers + 1`) past the `conv_kernel_size` columns
         for layer in generators[0].mtp_cache.layers:
             for state_idx in range(layer.number_of_states):
-                max_size = layer.conv_kernel_size[state_idx] + config.num_mtp_layers + 1
+                max_size = layer.conv_kernel_size[state_idx] + model.config.num_mtp_layers + 1
                 self.assertLessEqual(layer.conv_states[state_idx].shape[-1], max_size)

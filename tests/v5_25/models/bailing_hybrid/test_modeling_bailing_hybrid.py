@@ -1,0 +1,54 @@
+# Copyright 2026 The HuggingFace Team. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+import unittest
+
+from transformers import BailingHybridConfig, is_torch_available
+from transformers.testing_utils import require_torch
+
+
+if is_torch_available():
+    from transformers import BailingHybridForCausalLM
+    from transformers.modeling_layers import MtpModel
+    from transformers.models.bailing_hybrid.modeling_bailing_hybrid import BailingHybridAttention, BailingHybridMoE
+
+
+def _tiny_config(**kwargs):
+    return BailingHybridConfig(
+        vocab_size=64, hidden_size=32, intermediate_size=64, moe_intermediate_size=16, num_hidden_layers=2,
+        layer_types=["linear_attention", "full_attention"], num_attention_heads=4, num_key_value_heads=4, head_dim=8,
+        kv_lora_rank=16, q_lora_rank=None, qk_rope_head_dim=8, v_head_dim=8, qk_nope_head_dim=8, n_group=1,
+        topk_group=1, num_experts_per_tok=2, num_local_experts=4, first_k_dense_replace=1, pad_token_id=None, **kwargs,
+    )  # fmt: skip
+
+
+@require_torch
+class BailingHybridMtpConfigTest(unittest.TestCase):
+    def test_mtp_layers_are_mla_attention_and_routed_experts(self):
+        """`use_mtp=True` can build the MTP layers: MLA attention and routed experts, whatever the last main layer."""
+        model = BailingHybridForCausalLM(_tiny_config(num_mtp_layers=2))
+        mtp_model = MtpModel(model, num_mtp_layers=2)
+
+        for layer in mtp_model.layers:
+            self.assertIsInstance(layer.mtp_block.self_attn, BailingHybridAttention)
+            self.assertIsInstance(layer.mtp_block.mlp, BailingHybridMoE)
+
+    def test_mtp_layer_types_of_a_checkpoint_are_kept(self):
+        """A config naming its MTP layer types (here through a round trip) keeps them."""
+        config = _tiny_config(num_mtp_layers=1, mtp_layer_types=["linear_attention"], mtp_mlp_layer_types=["dense"])
+        config = BailingHybridConfig.from_dict(config.to_dict())
+
+        mtp_config = config.get_mtp_config()
+        self.assertEqual(mtp_config.layer_types, ["linear_attention"])
+        self.assertEqual(mtp_config.mlp_layer_types, ["dense"])
