@@ -46,7 +46,6 @@ from .test_generation_main_hybrid import (
     COMMON,
     MAIN_MODELS,
     MAX_NEW_TOKENS,
-    PROMPT_LENGTH,
     STATIC_VARIANTS,
     _compare_caches,
     _input_ids,
@@ -184,17 +183,27 @@ class HybridMainModelMtpGenerationTest(unittest.TestCase):
     def test_matches_greedy_and_both_caches_equal_fresh_forwards_after_every_round(
         self, name, num_mtp_layers, cache_implementation
     ):
+        self.check_mtp_generation(name, num_mtp_layers, cache_implementation, _input_ids())
+
+    @parameterized.expand(
+        [(name,) for name in MTP_FAMILIES], name_func=lambda func, num, param: f"{func.__name__}_{param.args[0]}"
+    )
+    def test_one_token_prompt_with_two_mtp_layers(self, name):
+        """The MTP layers have seen one token when a round re-feeds the last two (upstream step 12)."""
+        self.check_mtp_generation(name, 2, "dynamic", _input_ids()[:, :1])
+
+    def check_mtp_generation(self, name, num_mtp_layers, cache_implementation, input_ids):
         variant = _variant(name, cache_implementation)
         model = _mtp_model(name, num_mtp_layers, variant)
         kwargs = {"cache_implementation": "static"} if cache_implementation == "static" else {}
-        with _MainCacheSpy(model, PROMPT_LENGTH) as main_spy, _MtpCacheSpy() as mtp_spy:
+        with _MainCacheSpy(model, input_ids.shape[1]) as main_spy, _MtpCacheSpy() as mtp_spy:
             sequences = model.generate(
-                _input_ids(), use_mtp=True, do_sample=False, max_new_tokens=MAX_NEW_TOKENS, **kwargs
+                input_ids, use_mtp=True, do_sample=False, max_new_tokens=MAX_NEW_TOKENS, **kwargs
             )
 
         problems = []
         # The MTP layers do not change the main model: its greedy decoding is that of the sweep's model
-        greedy = model.generate(_input_ids(), do_sample=False, max_new_tokens=MAX_NEW_TOKENS)
+        greedy = model.generate(input_ids, do_sample=False, max_new_tokens=MAX_NEW_TOKENS)
         if sequences.tolist() != greedy.tolist():
             problems.append(f"tokens differ from greedy:\n  {sequences.tolist()}\n  {greedy.tolist()}")
         for round_idx, (drafts, rejected, mismatches) in enumerate(main_spy.rounds, start=1):

@@ -5,6 +5,7 @@ upstream's are."""
 import importlib.util
 import textwrap
 
+from cache_crop_fix.codemod import statement_changes
 from cache_crop_fix.patcher import _Codemod
 
 
@@ -50,3 +51,8 @@ def test_codemods_of_two_steps_apply_in_step_order(tmp_path):
     module.Child.value = second.apply(vars(module.Child)["value"], module, module.Child)
 
     assert module.Child().value() == 30
+
+
+def test_a_list_of_statement_changes_applies_in_order():
+    assert statement_changes(("a", "b")) == [("a", "b")]
+    assert statement_changes([("a", "b"), ("c", "d")]) == [("a", "b"), ("c", "d")]

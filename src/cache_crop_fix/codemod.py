@@ -4,11 +4,11 @@ An overlay normally holds our own version of a method it changes. When only one 
 changes (e.g. PI0's `sample_actions` rolls its cache back with `crop(prefix_length)`), a copy of the method would be
 mostly upstream's code: the overlay module declares the change instead, in `CODEMODS`::
 
-    CODEMODS = {"Class.method": ("old_statement(x)", "new_statement(x)"), "function": (...)}
+    CODEMODS = {"Class.method": ("old_statement(x)", "new_statement(x)"), "function": [(...), (...)]}
 
 The patcher applies it to the upstream method's source at run time (after checking its fingerprint), and the exporter
 to upstream's file: the pull request changes that statement only. The old statement must occur exactly once in the
-method, on a line of its own. Several steps may change one method: their codemods apply in step order, each to the
+method, on a line of its own; a list of such pairs changes several statements, in order. Several steps may change one method: their codemods apply in step order, each to the
 method as the steps before it left it. A module-level function (a label without a class) is changed in place, by swapping its
 code object: the modules that imported it by name (`from ..masking_utils import create_causal_mask`) run the change
 too.
@@ -24,6 +24,11 @@ CODEMODS_NAME = "CODEMODS"
 
 class CodemodError(ValueError):
     pass
+
+
+def statement_changes(codemod: tuple[str, str] | list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The `(old, new)` statement pairs of one label's codemod: one pair, or a list of them."""
+    return [codemod] if isinstance(codemod[0], str) else list(codemod)
 
 
 def rewrite_statement(source: str, old: str, new: str, where: str = "the method") -> str:

@@ -29,7 +29,7 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .codemod import CODEMODS_NAME, CodemodError, rewrite_statement
+from .codemod import CODEMODS_NAME, CodemodError, rewrite_statement, statement_changes
 from .targets import Target, supported_ranges, target_for
 
 
@@ -286,11 +286,12 @@ def _plan(name: str) -> Iterator[Patch]:
     members: dict[tuple[str | None, str], object] = {}
     for ours in steps:
         # One-statement changes of upstream methods (see `cache_crop_fix.codemod`)
-        for label, (old, new) in vars(ours).get(CODEMODS_NAME, {}).items():
+        for label, codemod in vars(ours).get(CODEMODS_NAME, {}).items():
             class_name, _, attribute = label.rpartition(".")
-            earlier = members.get((class_name or None, attribute))
-            earlier = earlier if isinstance(earlier, _Codemod) else None
-            members[class_name or None, attribute] = _Codemod(label, old, new, earlier)
+            for old, new in statement_changes(codemod):
+                earlier = members.get((class_name or None, attribute))
+                earlier = earlier if isinstance(earlier, _Codemod) else None
+                members[class_name or None, attribute] = _Codemod(label, old, new, earlier)
         for value in vars(ours).values():
             if _is_own_function(value, ours):
                 members[None, value.__name__] = value

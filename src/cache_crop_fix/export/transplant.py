@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import BuiltinScope, GlobalScope, MetadataWrapper, ScopeProvider
 
-from ..codemod import CODEMODS_NAME, CodemodError, rewrite_method
+from ..codemod import CODEMODS_NAME, CodemodError, rewrite_method, statement_changes
 
 
 UPSTREAM_PACKAGE = "transformers"
@@ -577,17 +577,19 @@ def transplant(
             module_name,
         )
     result.source = module.code
-    for label, (old, new) in overlay.codemods.items():
+    for label, codemod in overlay.codemods.items():
         class_name = label.rpartition(".")[0]
         if class_name and class_name not in class_indices:
             if allow_missing_classes:
                 result.skipped_classes.append(class_name)
                 continue
             raise TransplantError([f"class `{class_name}` is missing from the target"], module_name)
-        try:
-            rewritten = rewrite_method(result.source, label, old, new)
-        except CodemodError as error:
-            raise TransplantError([str(error)], module_name) from error
+        rewritten = result.source
+        for old, new in statement_changes(codemod):
+            try:
+                rewritten = rewrite_method(rewritten, label, old, new)
+            except CodemodError as error:
+                raise TransplantError([str(error)], module_name) from error
         if rewritten != result.source:
             result.source = rewritten
             result.replaced.append(label)

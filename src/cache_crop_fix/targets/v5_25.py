@@ -247,6 +247,29 @@ config = BailingHybridConfig(num_mtp_layers=2)
 print(config.get_mtp_config().layer_types)  # 5.25.0: ValueError. With this PR: ['full_attention', 'full_attention']
 ```"""
 
+REFEED_REPRODUCTION = """\
+```python
+import os, tempfile
+import torch
+from safetensors.torch import save_file
+from transformers import InklingForCausalLM, InklingTextConfig
+from transformers.modeling_layers import MtpModel
+torch.manual_seed(0)
+config = InklingTextConfig(
+    vocab_size=8, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+    swa_num_attention_heads=4, swa_num_key_value_heads=2, swa_head_dim=8, sliding_window_size=16, d_rel=4, rel_extent=32,
+    intermediate_size=64, moe_intermediate_size=16, n_routed_experts=4, num_experts_per_tok=2, num_mtp_layers=2,
+)
+model = InklingForCausalLM(config)
+weights = {**model.state_dict(), **MtpModel(model, 2).layers.state_dict(prefix="model.mtp.layers.")}
+with tempfile.TemporaryDirectory() as checkpoint:  # a checkpoint with MTP weights
+    model.save_pretrained(checkpoint)
+    save_file({name: tensor.contiguous() for name, tensor in weights.items()}, os.path.join(checkpoint, "model.safetensors"))
+    model = InklingForCausalLM.from_pretrained(checkpoint, use_kernels=False)
+    output = model.generate(torch.tensor([[5]]), use_mtp=True, do_sample=False, max_new_tokens=10)
+print(output.shape[1])  # 5.25.0: RuntimeError. With this PR: 11
+```"""
+
 STEPS = (
     Step(
         "step1_clamp",
@@ -465,8 +488,24 @@ STEPS = (
         ),
     ),
     Step(
-        "step12_exact",
-        "12-fork-exact",
+        "step12_refeed",
+        "12-refeed",
+        "Re-feed only the tokens the MTP layers have seen",
+        tests=("MTPCandidateGeneratorShortPromptTest",),
+        summary=(
+            "With several MTP layers, a round that accepted fewer than `num_mtp_layers - 1` drafts crops the last "
+            "`num_mtp_layers` tokens from the MTP cache and feeds them again with their hidden states. After a prompt "
+            "shorter than that, the MTP layers have seen fewer tokens: the slices then take more input ids than hidden "
+            "states, and `generate(use_mtp=True)` raises in `torch.cat` (a one-token prompt with two MTP layers).\n\n"
+            + REFEED_REPRODUCTION
+            + "\n\nThe generator now re-feeds the tokens the MTP layers saw, at most `num_mtp_layers`; the other "
+            "rounds are unchanged."
+        ),
+        behaviour_changes=("`use_mtp=True` with several MTP layers works after a prompt shorter than them.",),
+    ),
+    Step(
+        "step13_exact",
+        "13-fork-exact",
         "Roll linear attention layers back exactly, or refuse before anything changes",
         tests=("LinearAttentionHistoryTest", "GrowingScheduleAssistedDecodingTest"),
         summary=(
@@ -501,8 +540,8 @@ STEPS = (
         kind="fork",
     ),
     Step(
-        "step13_refuse",
-        "13-fork-refuse",
+        "step14_refuse",
+        "14-fork-refuse",
         "Refuse `crop` on attention layers that cannot put their states back",
         tests=(
             "RefusedCropTest",
@@ -535,8 +574,8 @@ STEPS = (
         kind="fork",
     ),
     Step(
-        "step14_deepseek",
-        "14-fork-deepseek",
+        "step15_deepseek",
+        "15-fork-deepseek",
         "Refuse partial `crop` on DeepSeek-V4's compressed-attention caches, and empty them as assistant caches",
         tests=("DeepseekV4CacheCropTest",),
         summary=(
@@ -556,8 +595,8 @@ STEPS = (
         kind="fork",
     ),
     Step(
-        "step15_edges",
-        "15-fork-edges",
+        "step16_edges",
+        "16-fork-edges",
         "Crop dynamic layers without tokens yet, and removals beyond 64 bits",
         tests=("CropEdgesTest", "MiniMaxM3VLSparseCacheCropEdgesTest"),
         summary=(

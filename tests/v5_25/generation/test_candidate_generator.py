@@ -98,19 +98,19 @@ class DFlashStaticCacheTest(unittest.TestCase):
         self.assertEqual(dflash.tolist(), greedy.tolist())
 
 
-def _inkling_with_mtp_layers(checkpoint):
-    """A tiny Inkling loaded from a checkpoint, saved in `checkpoint`, that has the weights of one MTP layer."""
+def _inkling_with_mtp_layers(checkpoint, num_mtp_layers=1):
+    """A tiny Inkling loaded from a checkpoint, saved in `checkpoint`, that has the weights of its MTP layers."""
     torch.manual_seed(0)
     config = InklingTextConfig(
         vocab_size=8, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
         head_dim=8, swa_num_attention_heads=4, swa_num_key_value_heads=2, swa_head_dim=8, sliding_window_size=16,
         d_rel=4, rel_extent=32, intermediate_size=64, moe_intermediate_size=16, n_routed_experts=4,
-        num_experts_per_tok=2, num_mtp_layers=1, bos_token_id=None, eos_token_id=None, pad_token_id=None,
+        num_experts_per_tok=2, num_mtp_layers=num_mtp_layers, bos_token_id=None, eos_token_id=None, pad_token_id=None,
     )  # fmt: skip
     model = InklingForCausalLM(config).to(torch.float64)
     weights = {
         **model.state_dict(),
-        **MtpModel(model, 1).to(torch.float64).layers.state_dict(prefix="model.mtp.layers."),
+        **MtpModel(model, num_mtp_layers).to(torch.float64).layers.state_dict(prefix="model.mtp.layers."),
     }
     model.save_pretrained(checkpoint)
     save_file(
@@ -153,6 +153,17 @@ class MTPCandidateGeneratorStaticCacheTest(unittest.TestCase):
                 input_ids, use_mtp=True, do_sample=False, max_new_tokens=12, cache_implementation="static"
             )
         self.assertEqual(mtp.tolist(), model.generate(input_ids, do_sample=False, max_new_tokens=12).tolist())
+
+
+@require_torch
+class MTPCandidateGeneratorShortPromptTest(unittest.TestCase):
+    def test_mtp_layers_after_a_prompt_shorter_than_them(self):
+        """With two MTP layers and a one-token prompt, a round re-feeds only the token the MTP layers have seen."""
+        input_ids = torch.tensor([[5]])
+        with tempfile.TemporaryDirectory() as checkpoint:  # the MTP layers are loaded from the checkpoint
+            model = _inkling_with_mtp_layers(checkpoint, num_mtp_layers=2)
+            mtp = model.generate(input_ids, use_mtp=True, do_sample=False, max_new_tokens=10)
+        self.assertEqual(mtp.tolist(), model.generate(input_ids, do_sample=False, max_new_tokens=10).tolist())
 
 
 @require_torch
