@@ -8,10 +8,10 @@ mostly upstream's code: the overlay module declares the change instead, in `CODE
 
 The patcher applies it to the upstream method's source at run time (after checking its fingerprint), and the exporter
 to upstream's file: the pull request changes that statement only. The old statement must occur exactly once in the
-method, on a line of its own; a list of such pairs changes several statements, in order. Several steps may change one method: their codemods apply in step order, each to the
-method as the steps before it left it. A module-level function (a label without a class) is changed in place, by swapping its
-code object: the modules that imported it by name (`from ..masking_utils import create_causal_mask`) run the change
-too.
+method, on a line of its own; a list of such pairs changes several statements, in order. Several steps may change one
+method: their codemods apply in step order, each to the method as the steps before it left it. A module-level function
+(a label without a class) is changed in place, by swapping its code object: the modules that imported it by name
+(`from ..masking_utils import create_causal_mask`) run the change too.
 """
 
 from __future__ import annotations

@@ -285,7 +285,7 @@ def _plan(name: str) -> Iterator[Patch]:
     # What the steps define, the last definition of each name winning: (class name or None, attribute) -> value
     members: dict[tuple[str | None, str], object] = {}
     for ours in steps:
-        # One-statement changes of upstream methods (see `cache_crop_fix.codemod`)
+        # Statement changes of upstream methods, chained in step order (see `cache_crop_fix.codemod`)
         for label, codemod in vars(ours).get(CODEMODS_NAME, {}).items():
             class_name, _, attribute = label.rpartition(".")
             for old, new in statement_changes(codemod):

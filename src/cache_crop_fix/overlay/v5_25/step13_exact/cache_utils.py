@@ -11,7 +11,8 @@
 #
 # Each class below is named like the upstream class it changes and holds only the methods this step adds or replaces;
 # the patcher installs them on the upstream classes at runtime and the exporter transplants them into upstream's file.
-# The classes here are never instantiated.
+# The classes here are never instantiated. `__init__` and `reset` (as step 2 left them) gain statements: codemods (see
+# `cache_crop_fix.codemod`) rather than copies of the methods.
 import numbers
 import operator
 from typing import TYPE_CHECKING
@@ -27,6 +28,27 @@ if TYPE_CHECKING:
         LinearAttentionLayer,
         StaticSlidingWindowLayer,
     )
+
+
+CODEMODS = {
+    "LinearAttentionCacheLayerMixin.__init__": (
+        "self.device = None",
+        "# The same count on the host while recording, to know it without a device sync, and the count each recurrent\n"
+        "# state is at\n"
+        "self.num_tokens_linear = 0\n"
+        "self.recurrent_states_num_tokens = dict.fromkeys(range(number_of_states), 0)\n"
+        "# While recording, the version counter of each cached recurrent state as a forward starts (see `_extend_history`)\n"
+        "self.recurrent_states_versions = dict.fromkeys(range(number_of_states))\n"
+        "self.device = None",
+    ),
+    "LinearAttentionCacheLayerMixin.reset": [
+        ("self.cumulative_length_linear.zero_()", "self.cumulative_length_linear.zero_()\nself.num_tokens_linear = 0"),
+        (
+            "self.has_previous_state[i] = False",
+            "self.has_previous_state[i] = False\nself.recurrent_states_num_tokens[i] = 0",
+        ),
+    ],
+}
 
 
 def _version(tensor: torch.Tensor) -> int | None:
@@ -51,44 +73,6 @@ class DummyLayer:
 
 
 class LinearAttentionCacheLayerMixin:
-    def __init__(self, number_of_states: int = 1, **kwargs):
-        self.number_of_states = number_of_states
-        # We allow to have an arbitrary number of cached states inside a single layer
-        self.conv_states: dict[int, torch.Tensor | None] = dict.fromkeys(range(number_of_states))
-        self.recurrent_states: dict[int, torch.Tensor | None] = dict.fromkeys(range(number_of_states))
-        self.is_conv_states_initialized = dict.fromkeys(range(number_of_states), False)
-        self.is_recurrent_states_initialized = dict.fromkeys(range(number_of_states), False)
-        self.has_previous_state = dict.fromkeys(range(number_of_states), False)
-        self.conv_kernel_size = dict.fromkeys(range(number_of_states))
-        # We name it differently than attention cache so that hybrid linear+full attention layers do not collide on it
-        self.cumulative_length_linear = torch.tensor(0, dtype=int)
-        # The same count on the host while recording, to know it without a device sync, and the count each recurrent
-        # state is at
-        self.num_tokens_linear = 0
-        self.recurrent_states_num_tokens = dict.fromkeys(range(number_of_states), 0)
-        # While recording, the version counter of each cached recurrent state as a forward starts (see `_extend_history`)
-        self.recurrent_states_versions = dict.fromkeys(range(number_of_states))
-        self.device = None
-        self.dtype = None
-        self.record_past = False
-        self.recurrent_states_to_keep = None
-        # One list per state (`dict.fromkeys(..., [])` would share a single list between them)
-        self.recurrent_states_history = {i: [] for i in range(number_of_states)}
-
-    def reset(self) -> None:
-        """Resets the cache values while preserving the objects"""
-        self.cumulative_length_linear.zero_()
-        self.num_tokens_linear = 0
-        for i in range(self.number_of_states):
-            if self.is_conv_states_initialized[i]:
-                self.conv_states[i].zero_()
-            if self.is_recurrent_states_initialized[i]:
-                self.recurrent_states[i].zero_()
-            self.has_previous_state[i] = False
-            self.recurrent_states_num_tokens[i] = 0
-            # A state of the previous sequence must never be restored
-            self.recurrent_states_history[i].clear()
-
     def reorder_cache(self, beam_idx: torch.LongTensor):
         """Reorders the cache for beam search, given the selected beam indices."""
         for i in range(self.number_of_states):

@@ -5,40 +5,27 @@
 #
 # Each class below is named like the upstream class it changes and holds only the methods this step replaces; the
 # patcher installs them on the upstream classes at runtime and the exporter transplants them into upstream's file. The
-# classes here are never instantiated.
-import torch
+# classes here are never instantiated. `__init__` and `reset` gain statements: codemods (see `cache_crop_fix.codemod`)
+# rather than copies of the methods.
+
+CODEMODS = {
+    "LinearAttentionCacheLayerMixin.__init__": (
+        "self.record_past = False",
+        "self.record_past = False\n"
+        "self.recurrent_states_to_keep = None\n"
+        "# One list per state (`dict.fromkeys(..., [])` would share a single list between them)\n"
+        "self.recurrent_states_history = {i: [] for i in range(number_of_states)}",
+    ),
+    "LinearAttentionCacheLayerMixin.reset": (
+        "self.has_previous_state[i] = False",
+        "self.has_previous_state[i] = False\n"
+        "# A state of the previous sequence must never be restored\n"
+        "self.recurrent_states_history[i].clear()",
+    ),
+}
 
 
 class LinearAttentionCacheLayerMixin:
-    def __init__(self, number_of_states: int = 1, **kwargs):
-        self.number_of_states = number_of_states
-        # We allow to have an arbitrary number of cached states inside a single layer
-        self.conv_states: dict[int, torch.Tensor | None] = dict.fromkeys(range(number_of_states))
-        self.recurrent_states: dict[int, torch.Tensor | None] = dict.fromkeys(range(number_of_states))
-        self.is_conv_states_initialized = dict.fromkeys(range(number_of_states), False)
-        self.is_recurrent_states_initialized = dict.fromkeys(range(number_of_states), False)
-        self.has_previous_state = dict.fromkeys(range(number_of_states), False)
-        self.conv_kernel_size = dict.fromkeys(range(number_of_states))
-        # We name it differently than attention cache so that hybrid linear+full attention layers do not collide on it
-        self.cumulative_length_linear = torch.tensor(0, dtype=int)
-        self.device = None
-        self.dtype = None
-        self.record_past = False
-        self.recurrent_states_to_keep = None
-        # One list per state
-        self.recurrent_states_history = {i: [] for i in range(number_of_states)}
-
-    def reset(self) -> None:
-        """Resets the cache values while preserving the objects"""
-        self.cumulative_length_linear.zero_()
-        for i in range(self.number_of_states):
-            if self.is_conv_states_initialized[i]:
-                self.conv_states[i].zero_()
-            if self.is_recurrent_states_initialized[i]:
-                self.recurrent_states[i].zero_()
-            self.has_previous_state[i] = False
-            self.recurrent_states_history[i].clear()
-
     def activate_past_recording(self, recurrent_states_to_keep: int | None = None):
         """
         Calling this function will activate past state recording, meaning that a call to `update_conv_states` will
