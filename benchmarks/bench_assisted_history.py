@@ -8,7 +8,7 @@ so that their drafts are often accepted, and have layers of hidden size 256, siz
 - `llama`: the control, an attention-only Llama of the same shape.
 
 Each is run with the rollback of the history step (`history`: the assistant cache is cropped exactly; step 7 of the
-5.14 backport, step 6 of `main`) and, for the linear attention assistants, with the full rollback of the earlier steps
+5.14 backport, step 6 of the 5.24 backport, step 2 of 5.25 `main`) and, for the linear attention assistants, with the full rollback of the earlier steps
 (`full`: the assistant cache is emptied after every round and the assistant encodes the whole sequence again), and on
 stock transformers of the installed target (`stock`: the whole fix reverted; on 5.14 the first rollback of a linear
 attention assistant raises, on 5.24 it crops the conv states and leaves the recurrent states stale, #49036). Greedy
