@@ -12,6 +12,7 @@ themselves, far above it.
 """
 
 import os
+import unittest
 
 import torch
 
@@ -66,3 +67,18 @@ def set_test_threads():
     if "OMP_NUM_THREADS" not in os.environ:
         torch.set_num_threads(1)
     return previous
+
+
+class TinyModelTestCase(unittest.TestCase):
+    """A test case of tiny models: its tests run on the threads `set_test_threads` chooses (intra-op threads only add
+    synchronisation overhead), and the previous count is restored after the class."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls._num_threads = set_test_threads()
+
+    @classmethod
+    def tearDownClass(cls):
+        torch.set_num_threads(cls._num_threads)
+        super().tearDownClass()

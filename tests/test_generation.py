@@ -27,7 +27,6 @@ references are checked to have no near-tie, so that assisted decoding (another p
 
 import contextlib
 import copy
-import unittest
 import warnings
 from functools import cache
 
@@ -37,7 +36,7 @@ from transformers import is_torch_available
 from transformers.testing_utils import require_torch
 
 from .compat import CACHE_KWARG, output_cache
-from .numerics import MODEL_DTYPE, assert_no_near_tie, assert_states_close, cross_path_atol, set_test_threads
+from .numerics import MODEL_DTYPE, TinyModelTestCase, assert_no_near_tie, assert_states_close, cross_path_atol
 
 
 if is_torch_available():
@@ -313,17 +312,8 @@ def _prompt_lookup_spy():
 
 
 @require_torch
-class AssistedGenerationCropTest(unittest.TestCase):
+class AssistedGenerationCropTest(TinyModelTestCase):
     """Assisted decoding and prompt lookup reproduce greedy decoding, and every rollback leaves the right cache."""
-
-    @classmethod
-    def setUpClass(cls):
-        # The models are tiny: intra-op threads only add synchronisation overhead (several times slower on a busy CPU)
-        cls._num_threads = set_test_threads()
-
-    @classmethod
-    def tearDownClass(cls):
-        torch.set_num_threads(cls._num_threads)
 
     def generate_recording_warnings(self, model, **kwargs):
         """Runs `model.generate`, failing if library code warned about an absolute crop."""

@@ -46,7 +46,7 @@ from transformers import is_torch_available
 from transformers.testing_utils import require_torch
 
 from .compat import CACHE_KWARG, HAS_STATE_HISTORY, TARGET
-from .numerics import MODEL_DTYPE, assert_no_near_tie, set_test_threads
+from .numerics import MODEL_DTYPE, TinyModelTestCase, assert_no_near_tie
 from .tiny_models import QWEN3_NEXT
 
 
@@ -278,16 +278,7 @@ MAIN_HYBRID_ON_V5_25 = (
 
 
 @require_torch
-class HybridAssistedGenerationTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        # The models are tiny: intra-op threads only add synchronisation overhead
-        cls._num_threads = set_test_threads()
-
-    @classmethod
-    def tearDownClass(cls):
-        torch.set_num_threads(cls._num_threads)
-
+class HybridAssistedGenerationTest(TinyModelTestCase):
     def assertRollbacksRight(self, spy):
         """After each rollback the assistant cache holds the intended tokens, or none (a full rollback: every layer
         reset, and the assistant encodes the whole sequence again); at least one rollback removed tokens."""

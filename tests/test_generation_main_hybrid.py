@@ -53,7 +53,6 @@ LFM3, and the three Inkling models with a dynamic cache).
 """
 
 import copy
-import unittest
 from functools import cache
 
 import pytest
@@ -63,7 +62,7 @@ import transformers
 from transformers import is_torch_available
 from transformers.testing_utils import require_torch
 
-from .numerics import MODEL_DTYPE, assert_no_near_tie, assert_states_close, cross_path_atol, set_test_threads
+from .numerics import MODEL_DTYPE, TinyModelTestCase, assert_no_near_tie, assert_states_close, cross_path_atol
 
 
 pytestmark = pytest.mark.skipif(
@@ -766,16 +765,7 @@ def _generate(name, mode, cache_implementation="dynamic", variant=None):
 
 
 @require_torch
-class HybridMainModelAssistedGenerationTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        # The models are tiny: intra-op threads only add synchronisation overhead
-        cls._num_threads = set_test_threads()
-
-    @classmethod
-    def tearDownClass(cls):
-        torch.set_num_threads(cls._num_threads)
-
+class HybridMainModelAssistedGenerationTest(TinyModelTestCase):
     def assertRoundsRight(self, sequences, spy, variant, name, mode):
         problems = []
         if sequences.tolist() != (greedy := _greedy(name, variant)).tolist():

@@ -31,7 +31,6 @@ On stock 5.25, Bailing-hybrid raises (its config); Inkling passes (its layers ha
 
 import os
 import tempfile
-import unittest
 from functools import cache
 
 import pytest
@@ -41,7 +40,7 @@ import transformers
 from transformers import is_torch_available
 from transformers.testing_utils import require_torch
 
-from .numerics import MODEL_DTYPE, set_test_threads
+from .numerics import MODEL_DTYPE, TinyModelTestCase
 from .test_generation_main_hybrid import (
     COMMON,
     MAIN_MODELS,
@@ -162,15 +161,7 @@ class _MtpCacheSpy:
 
 
 @require_torch
-class HybridMainModelMtpGenerationTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls._num_threads = set_test_threads()
-
-    @classmethod
-    def tearDownClass(cls):
-        torch.set_num_threads(cls._num_threads)
-
+class HybridMainModelMtpGenerationTest(TinyModelTestCase):
     @parameterized.expand(
         [
             (name, num_mtp_layers, cache_implementation)
