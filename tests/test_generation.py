@@ -30,14 +30,20 @@ import copy
 import warnings
 from functools import cache
 
+import pytest
 from parameterized import parameterized
 
 from transformers import is_torch_available
 from transformers.testing_utils import require_torch
 
-from .compat import CACHE_KWARG, output_cache
+from .compat import CACHE_KWARG, TARGET, output_cache
 from .numerics import MODEL_DTYPE, TinyModelTestCase, assert_no_near_tie, assert_states_close, cross_path_atol
 
+
+# The spy and the expected cache lengths follow the assistant rollback of 5.14 and 5.24
+# (`_update_past_and_masks(input_ids, remove_from_pkv, num_added_tokens)`); 5.25 rewrote it around
+# `_last_ids_length`. There, `tests/test_generation_main_hybrid.py` and `tests/v5_25/generation/` check the rollbacks
+pytestmark = pytest.mark.skipif(TARGET.name == "v5_25", reason="the assistant rollback of 5.14 and 5.24")
 
 if is_torch_available():
     import torch
