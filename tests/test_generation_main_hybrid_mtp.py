@@ -17,7 +17,9 @@ The sibling of `test_generation_main_hybrid.py` (same tiny float64 models, same 
 the model's own multi-token-prediction layers, loaded from the checkpoint by `MtpModel.from_pretrained`. Of the 26
 families whose 5.25 modeling code hands states to the cache, two have MTP layers: Inkling (hybrid convolution and
 attention layers) and Bailing-hybrid (MLA attention and routed experts; it needs the upstream step 11, before which its
-config cannot build them). Each runs with one and with two MTP layers (with two, the generator crops its `MtpCache` to
+config cannot build them); and Bailing-hybrid with a linear attention last layer and MTP layers of linear attention,
+which no checkpoint has but a config may name (they need the fork step 17: the MTP cache then rolls recurrent states
+back). Each runs with one and with two MTP layers (with two, the generator crops its `MtpCache` to
 redo a chain the main model rejected), with a dynamic and with a static main cache. For every case the tests check
 
 - the output equals plain greedy decoding,
@@ -26,7 +28,8 @@ redo a chain the main model rejected), with a dynamic and with a static main cac
   tokens, fed with the main model's hidden states of those tokens (as `MtpModel.forward` chains its layers).
 
 The 24 other families have no `num_mtp_layers`: `use_mtp=True` raises before generating (stock too).
-On stock 5.25, Bailing-hybrid raises (its config); Inkling passes (its layers have convolutions only: nothing to restore).
+On stock 5.25, Bailing-hybrid raises (its config), and with MTP layers of linear attention too (a `TypeError`, or
+wrong states where that is fixed alone); Inkling passes (its layers have convolutions only: nothing to restore).
 """
 
 import os
@@ -73,6 +76,19 @@ if is_torch_available():
 MTP_FAMILIES = {
     "inkling": lambda config, layer_idx: f"model.mtp.layers.{layer_idx}.",
     "bailing_hybrid": lambda config, layer_idx: f"model.layers.{config.num_hidden_layers + layer_idx}.",
+    "bailing_hybrid_linear": lambda config, layer_idx: f"model.layers.{config.num_hidden_layers + layer_idx}.",
+}
+# Configurations of a family that no checkpoint has (yet): (family, arguments). Bailing-hybrid with a linear attention
+# last layer and MTP layers of linear attention, whose recurrent states the MTP cache rolls back (fork step 17)
+MTP_CONFIGS = {
+    "bailing_hybrid_linear": (
+        "bailing_hybrid",
+        {
+            "layer_types": ["full_attention", "linear_attention"],
+            "mtp_layer_types": ["linear_attention"] * 2,
+            "mtp_mlp_layer_types": ["sparse"] * 2,
+        },
+    )
 }
 NUM_MTP_LAYERS = (1, 2)
 CHECKPOINTS = tempfile.TemporaryDirectory()
@@ -98,11 +114,16 @@ def _mtp_checkpoint_weights(model, num_mtp_layers, prefix):
 @cache
 def _mtp_model(name, num_mtp_layers, variant="dynamic"):
     """The main model `name` with `num_mtp_layers` MTP layers, loaded from a checkpoint that has them."""
-    config_class, model_class, arguments = MAIN_MODELS[name]
+    family, extra_arguments = MTP_CONFIGS.get(name, (name, {}))
+    config_class, model_class, arguments = MAIN_MODELS[family]
     if variant == "static":
-        arguments = {**arguments, **STATIC_VARIANTS[name]}
+        arguments = {**arguments, **STATIC_VARIANTS[family]}
+    if "mtp_layer_types" in extra_arguments:
+        extra_arguments = {
+            key: value[:num_mtp_layers] if key.startswith("mtp_") else value for key, value in extra_arguments.items()
+        }
     config = getattr(transformers, config_class)(
-        **{**COMMON, **arguments, "num_mtp_layers": num_mtp_layers}, experts_implementation="eager"
+        **{**COMMON, **arguments, **extra_arguments, "num_mtp_layers": num_mtp_layers}, experts_implementation="eager"
     )
     torch.manual_seed(0)
     model = getattr(transformers, model_class)(config).to(MODEL_DTYPE)

@@ -606,6 +606,28 @@ STEPS = (
         ),
         kind="fork",
     ),
+    Step(
+        "step17_mtp_linear",
+        "17-fork-mtp-linear",
+        "Build MTP layers of linear attention, and roll them back exactly",
+        tests=("MTPLinearAttentionLayersTest",),
+        summary=(
+            "No 5.25 checkpoint has MTP layers of linear attention (Inkling's have convolutions only, Bailing-hybrid's "
+            'are MLA attention), but a config may name them (`mtp_layer_types=["linear_attention"]`), and then '
+            "`generate(use_mtp=True)` fails or keeps wrong states: `MtpModel` takes its norm class from the first "
+            "module named like a norm in the main model's last layer, the gated output norm when that layer is linear "
+            "attention (called without its gate: `AttributeError` in the first MTP forward); `MtpLayer.forward` "
+            "requires an `attention_mask`, of which a linear attention layer's masks have none (`TypeError`); and the "
+            "generator's `MtpCache` records `num_mtp_layers` states per forward, one fewer than removing a re-fed "
+            "chain may need, so that with several MTP layers 5.25.0 restores a wrong state (and steps 1-16 refuse the "
+            "crop).\n\n"
+            "The norm class is that of a norm of the decoder layer itself, masks without an attention mask pass "
+            "`attention_mask=None`, and the MTP cache records `num_mtp_layers + 1` states (attention layers keep no "
+            "states: nothing changes for them)."
+        ),
+        behaviour_changes=("MTP layers of linear attention build and decode exactly (they raised a `TypeError`).",),
+        kind="fork",
+    ),
 )
 
 # The upstream methods the overlay replaces: `patcher.source_fingerprint` of their source. If the installed source
@@ -663,6 +685,8 @@ FINGERPRINTS: dict[str, frozenset[str]] = {
     "transformers.generation.candidate_generator.DFlashTokenCandidateGenerator.get_candidates": frozenset(
         {"7e8e468c42b2397e"}
     ),
+    "transformers.modeling_layers.MtpModel.__init__": frozenset({"49d82b4826f7c404"}),
+    "transformers.modeling_layers.MtpModel.create_masks_for_mtp_layer": frozenset({"c2fefb785b753d2c"}),
 }
 
 
