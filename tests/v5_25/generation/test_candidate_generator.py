@@ -121,34 +121,43 @@ def _inkling_with_mtp_layers(checkpoint, num_mtp_layers=1):
     ).eval()
 
 
+def _bailing_hybrid_with_mtp_layers(checkpoint, layer_types, mtp_layer_types):
+    """A tiny Bailing-hybrid loaded from a checkpoint, saved in `checkpoint`, that has the weights of its MTP layers
+    (after the decoder layers, their decoder blocks' weights unnested, as in Bailing-hybrid's checkpoints)."""
+    torch.manual_seed(0)
+    num_mtp_layers = len(mtp_layer_types)
+    config = BailingHybridConfig(
+        vocab_size=64, hidden_size=32, intermediate_size=64, moe_intermediate_size=16, num_hidden_layers=2,
+        layer_types=layer_types, num_attention_heads=4, num_key_value_heads=4, head_dim=8, kv_lora_rank=16,
+        q_lora_rank=None, qk_rope_head_dim=8, v_head_dim=8, qk_nope_head_dim=8, n_group=1, topk_group=1,
+        num_experts_per_tok=2, num_local_experts=4, first_k_dense_replace=1, num_mtp_layers=num_mtp_layers,
+        mtp_layer_types=mtp_layer_types, mtp_mlp_layer_types=["sparse"] * num_mtp_layers, bos_token_id=None,
+        eos_token_id=None, pad_token_id=None,
+    )  # fmt: skip
+    model = BailingHybridForCausalLM(config).to(torch.float64)
+    mtp_model = MtpModel(model, num_mtp_layers).to(torch.float64)
+    for module in mtp_model.modules():
+        model._init_weights(module)
+    weights = dict(model.state_dict())
+    for name, tensor in mtp_model.layers.state_dict().items():
+        layer_idx, name = name.split(".", 1)
+        weights[f"model.layers.{2 + int(layer_idx)}." + name.removeprefix("mtp_block.")] = tensor
+    model.save_pretrained(checkpoint)
+    save_file({k: v.contiguous() for k, v in weights.items()}, os.path.join(checkpoint, "model.safetensors"))
+    return BailingHybridForCausalLM.from_pretrained(
+        checkpoint, dtype=torch.float64, use_kernels=False, experts_implementation="eager"
+    ).eval()
+
+
 @require_torch
 class MTPCandidateGeneratorStaticCacheTest(unittest.TestCase):
     def test_mtp_drafts_fit_in_the_static_cache(self):
         """MTP drafts no more than `max_length - 1` tokens in all, the size of the default static cache."""
-        torch.manual_seed(0)
-        config = BailingHybridConfig(
-            vocab_size=64, hidden_size=32, intermediate_size=64, moe_intermediate_size=16, num_hidden_layers=2,
-            layer_types=["linear_attention", "full_attention"], num_attention_heads=4, num_key_value_heads=4,
-            head_dim=8, kv_lora_rank=16, q_lora_rank=None, qk_rope_head_dim=8, v_head_dim=8, qk_nope_head_dim=8,
-            n_group=1, topk_group=1, num_experts_per_tok=2, num_local_experts=4, first_k_dense_replace=1,
-            num_mtp_layers=1, mtp_layer_types=["full_attention"], mtp_mlp_layer_types=["sparse"], bos_token_id=None,
-            eos_token_id=None, pad_token_id=None,
-        )  # fmt: skip
-        model = BailingHybridForCausalLM(config).to(torch.float64)
-        mtp_model = MtpModel(model, 1).to(torch.float64)
-        for module in mtp_model.modules():
-            model._init_weights(module)
-        # The checkpoint keeps the MTP layer after the decoder layers, its decoder block's weights unnested
-        weights = dict(model.state_dict())
-        for name, tensor in mtp_model.layers.state_dict().items():
-            weights["model.layers.2." + name.removeprefix("0.").removeprefix("mtp_block.")] = tensor
         input_ids = torch.tensor([[1, 5, 2, 3, 7]])
         with tempfile.TemporaryDirectory() as checkpoint:  # the MTP layers are loaded from the checkpoint
-            model.save_pretrained(checkpoint)
-            save_file({k: v.contiguous() for k, v in weights.items()}, os.path.join(checkpoint, "model.safetensors"))
-            model = BailingHybridForCausalLM.from_pretrained(
-                checkpoint, dtype=torch.float64, use_kernels=False, experts_implementation="eager"
-            ).eval()
+            model = _bailing_hybrid_with_mtp_layers(
+                checkpoint, ["linear_attention", "full_attention"], ["full_attention"]
+            )
             mtp = model.generate(
                 input_ids, use_mtp=True, do_sample=False, max_new_tokens=12, cache_implementation="static"
             )
@@ -195,30 +204,10 @@ class MTPCandidateGeneratorCacheSizeTest(unittest.TestCase):
 class MTPLinearAttentionLayersTest(unittest.TestCase):
     def test_mtp_layers_of_linear_attention_match_greedy(self):
         """Two MTP layers of linear attention after a linear attention layer build, decode and roll back exactly."""
-        torch.manual_seed(0)
-        config = BailingHybridConfig(
-            vocab_size=64, hidden_size=32, intermediate_size=64, moe_intermediate_size=16, num_hidden_layers=2,
-            layer_types=["full_attention", "linear_attention"], num_attention_heads=4, num_key_value_heads=4,
-            head_dim=8, kv_lora_rank=16, q_lora_rank=None, qk_rope_head_dim=8, v_head_dim=8, qk_nope_head_dim=8,
-            n_group=1, topk_group=1, num_experts_per_tok=2, num_local_experts=4, first_k_dense_replace=1,
-            num_mtp_layers=2, mtp_layer_types=["linear_attention"] * 2, mtp_mlp_layer_types=["sparse"] * 2,
-            bos_token_id=None, eos_token_id=None, pad_token_id=None,
-        )  # fmt: skip
-        model = BailingHybridForCausalLM(config).to(torch.float64)
-        mtp_model = MtpModel(model, 2).to(torch.float64)
-        for module in mtp_model.modules():
-            model._init_weights(module)
-        # The checkpoint keeps the MTP layers after the decoder layers, their decoder blocks' weights unnested
-        weights = dict(model.state_dict())
-        for name, tensor in mtp_model.layers.state_dict().items():
-            layer_idx, name = name.split(".", 1)
-            weights[f"model.layers.{2 + int(layer_idx)}." + name.removeprefix("mtp_block.")] = tensor
         input_ids = torch.tensor([[1, 5, 2, 3, 7]])
         with tempfile.TemporaryDirectory() as checkpoint:  # the MTP layers are loaded from the checkpoint
-            model.save_pretrained(checkpoint)
-            save_file({k: v.contiguous() for k, v in weights.items()}, os.path.join(checkpoint, "model.safetensors"))
-            model = BailingHybridForCausalLM.from_pretrained(
-                checkpoint, dtype=torch.float64, use_kernels=False, experts_implementation="eager"
-            ).eval()
+            model = _bailing_hybrid_with_mtp_layers(
+                checkpoint, ["full_attention", "linear_attention"], ["linear_attention"] * 2
+            )
             mtp = model.generate(input_ids, use_mtp=True, do_sample=False, max_new_tokens=16)
         self.assertEqual(mtp.tolist(), model.generate(input_ids, do_sample=False, max_new_tokens=16).tolist())
