@@ -76,20 +76,21 @@ if is_torch_available():
 MTP_FAMILIES = {
     "inkling": lambda config, layer_idx: f"model.mtp.layers.{layer_idx}.",
     "bailing_hybrid": lambda config, layer_idx: f"model.layers.{config.num_hidden_layers + layer_idx}.",
-    "bailing_hybrid_linear": lambda config, layer_idx: f"model.layers.{config.num_hidden_layers + layer_idx}.",
 }
-# Configurations of a family that no checkpoint has (yet): (family, arguments). Bailing-hybrid with a linear attention
-# last layer and MTP layers of linear attention, whose recurrent states the MTP cache rolls back (fork step 17)
+# Configurations of a family that no checkpoint has (yet): (family, its arguments for a number of MTP layers).
+# Bailing-hybrid with a linear attention last layer and MTP layers of linear attention, whose recurrent states the MTP
+# cache rolls back (fork step 17)
 MTP_CONFIGS = {
     "bailing_hybrid_linear": (
         "bailing_hybrid",
-        {
+        lambda num_mtp_layers: {
             "layer_types": ["full_attention", "linear_attention"],
-            "mtp_layer_types": ["linear_attention"] * 2,
-            "mtp_mlp_layer_types": ["sparse"] * 2,
+            "mtp_layer_types": ["linear_attention"] * num_mtp_layers,
+            "mtp_mlp_layer_types": ["sparse"] * num_mtp_layers,
         },
     )
 }
+MTP_CASES = (*MTP_FAMILIES, *MTP_CONFIGS)
 NUM_MTP_LAYERS = (1, 2)
 CHECKPOINTS = tempfile.TemporaryDirectory()
 
@@ -114,22 +115,19 @@ def _mtp_checkpoint_weights(model, num_mtp_layers, prefix):
 @cache
 def _mtp_model(name, num_mtp_layers, variant="dynamic"):
     """The main model `name` with `num_mtp_layers` MTP layers, loaded from a checkpoint that has them."""
-    family, extra_arguments = MTP_CONFIGS.get(name, (name, {}))
+    family, extra_arguments = MTP_CONFIGS.get(name, (name, lambda num_mtp_layers: {}))
     config_class, model_class, arguments = MAIN_MODELS[family]
     if variant == "static":
         arguments = {**arguments, **STATIC_VARIANTS[family]}
-    if "mtp_layer_types" in extra_arguments:
-        extra_arguments = {
-            key: value[:num_mtp_layers] if key.startswith("mtp_") else value for key, value in extra_arguments.items()
-        }
     config = getattr(transformers, config_class)(
-        **{**COMMON, **arguments, **extra_arguments, "num_mtp_layers": num_mtp_layers}, experts_implementation="eager"
+        **{**COMMON, **arguments, **extra_arguments(num_mtp_layers), "num_mtp_layers": num_mtp_layers},
+        experts_implementation="eager",
     )
     torch.manual_seed(0)
     model = getattr(transformers, model_class)(config).to(MODEL_DTYPE)
     checkpoint = os.path.join(CHECKPOINTS.name, f"{name}-{num_mtp_layers}-{variant}")
     model.save_pretrained(checkpoint)
-    weights = _mtp_checkpoint_weights(model, num_mtp_layers, MTP_FAMILIES[name])
+    weights = _mtp_checkpoint_weights(model, num_mtp_layers, MTP_FAMILIES[family])
     save_file({key: tensor.contiguous() for key, tensor in weights.items()}, f"{checkpoint}/model.safetensors")
     model = getattr(transformers, model_class).from_pretrained(
         checkpoint, dtype=MODEL_DTYPE, use_kernels=False, experts_implementation="eager"
@@ -186,7 +184,7 @@ class HybridMainModelMtpGenerationTest(TinyModelTestCase):
     @parameterized.expand(
         [
             (name, num_mtp_layers, cache_implementation)
-            for name in MTP_FAMILIES
+            for name in MTP_CASES
             for num_mtp_layers in NUM_MTP_LAYERS
             for cache_implementation in ("dynamic", "static")
         ],
@@ -198,7 +196,7 @@ class HybridMainModelMtpGenerationTest(TinyModelTestCase):
         self.check_mtp_generation(name, num_mtp_layers, cache_implementation, _input_ids())
 
     @parameterized.expand(
-        [(name,) for name in MTP_FAMILIES], name_func=lambda func, num, param: f"{func.__name__}_{param.args[0]}"
+        [(name,) for name in MTP_CASES], name_func=lambda func, num, param: f"{func.__name__}_{param.args[0]}"
     )
     def test_one_token_prompt_with_two_mtp_layers(self, name):
         """The MTP layers have seen one token when a round re-feeds the last two (upstream step 12)."""
