@@ -246,6 +246,17 @@ def test_missing_class_is_refused_unless_allowed():
     assert result.skipped_classes == ["ToySlidingLayer"]
 
 
+def test_codemod_of_a_function_a_modular_file_imports_is_skipped_there():
+    """FalconMamba's modular file imports `mamba_scan_forward`: only its generated modeling file has the copy to change."""
+    overlay = _overlay('CODEMODS = {"scan": ("return 1", "return 2")}\n')
+    modeling, modular = "def scan():\n    return 1\n", "from ..mamba.modeling_mamba import scan\n"
+    assert transplant(modeling, overlay).source == "def scan():\n    return 2\n"
+    with pytest.raises(TransplantError, match="`scan` is not defined"):
+        transplant(modular, overlay)
+    result = transplant(modular, overlay, allow_missing_classes=True)
+    assert (result.source, result.skipped_classes) == (modular, ["scan"])
+
+
 def test_overlay_may_only_hold_methods_and_absolute_imports():
     with pytest.raises(TransplantError) as error:
         parse_overlay(

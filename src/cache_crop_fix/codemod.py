@@ -8,10 +8,12 @@ mostly upstream's code: the overlay module declares the change instead, in `CODE
 
 The patcher applies it to the upstream method's source at run time (after checking its fingerprint), and the exporter
 to upstream's file: the pull request changes that statement only. The old statement must occur exactly once in the
-method, on a line of its own; a list of such pairs changes several statements, in order. Several steps may change one
-method: their codemods apply in step order, each to the method as the steps before it left it. A module-level function
-(a label without a class) is changed in place, by swapping its code object: the modules that imported it by name
-(`from ..masking_utils import create_causal_mask`) run the change too.
+method, on a line of its own (a block of lines, such as an `if` and its body, on consecutive lines); a list of such
+pairs changes several statements, in order. Several steps may change one method: their codemods apply in step order,
+each to the method as the steps before it left it. A module-level function (a label without a class) is changed in
+place, by swapping its code object: the modules that imported it by name (`from ..masking_utils import
+create_causal_mask`) run the change too. A backport's step that makes the same change as a step of the main line
+imports that step's codemods (`from cache_crop_fix.overlay.v5_25.<step>.<module> import CODEMODS`).
 """
 
 from __future__ import annotations
@@ -32,15 +34,18 @@ def statement_changes(codemod: tuple[str, str] | list[tuple[str, str]]) -> list[
 
 
 def rewrite_statement(source: str, old: str, new: str, where: str = "the method") -> str:
-    """Replaces the line `old` (stripped of its indentation) with `new`, indented the same way."""
+    """Replaces the line `old` (stripped of its indentation) with `new`, indented the same way. `old` may be a block of
+    consecutive lines (a compound statement, e.g. an `if` and its body), compared line by line without indentation."""
     lines = source.splitlines(keepends=True)
-    hits = [index for index, line in enumerate(lines) if line.strip() == old]
+    wanted = [line.strip() for line in old.splitlines()]
+    stripped = [line.strip() for line in lines]
+    hits = [index for index in range(len(lines)) if stripped[index : index + len(wanted)] == wanted]
     if len(hits) != 1:
         raise CodemodError(f"{where}: expected the statement `{old}` exactly once, found it {len(hits)} times")
     line = lines[hits[0]]
     indent = line[: len(line) - len(line.lstrip())]
     replacement = "".join(f"{indent}{new_line}\n" if new_line.strip() else "\n" for new_line in new.splitlines())
-    return "".join(lines[: hits[0]]) + replacement + "".join(lines[hits[0] + 1 :])
+    return "".join(lines[: hits[0]]) + replacement + "".join(lines[hits[0] + len(wanted) :])
 
 
 def rewrite_method(module_source: str, label: str, old: str, new: str) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import builtins
 import hashlib
+import importlib
 import inspect
 import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -32,6 +33,7 @@ from ..codemod import CODEMODS_NAME, CodemodError, rewrite_method, statement_cha
 
 
 UPSTREAM_PACKAGE = "transformers"
+_OVERLAY_PACKAGE = "cache_crop_fix.overlay"
 # Names every module binds without an assignment
 _MODULE_DUNDERS = {
     "__name__",
@@ -312,6 +314,13 @@ def parse_overlay(source: str, path: str) -> OverlayModule:
                     continue
                 if isinstance(small, cst.ImportFrom) and _dotted(small.module) == "__future__":
                     continue
+                if isinstance(small, cst.ImportFrom) and _dotted(small.module).startswith(f"{_OVERLAY_PACKAGE}."):
+                    # A backport's step that makes the change of the main line's step: its codemods
+                    if [binding.name for binding in import_bindings(small, None)] != [CODEMODS_NAME]:
+                        problems.append(f"`{_code(small)}`: only `{CODEMODS_NAME}` is imported from another overlay")
+                    else:
+                        codemods = getattr(importlib.import_module(_dotted(small.module)), CODEMODS_NAME)
+                    continue
                 for binding in import_bindings(small, None):
                     if binding.name == "*":
                         problems.append(f"star import `{_code(small)}` is not supported in the overlay")
@@ -472,7 +481,8 @@ class TransplantResult:
     added: list[str] = field(default_factory=list)  # "Class.method"
     helpers: list[str] = field(default_factory=list)
     imports: list[str] = field(default_factory=list)  # the import statements added or extended
-    skipped_classes: list[str] = field(default_factory=list)  # classes the target lacks (allowed for modular files)
+    # classes (and module-level functions) the target lacks (allowed for modular files)
+    skipped_classes: list[str] = field(default_factory=list)
 
     @property
     def changed_units(self) -> set[str]:
@@ -577,6 +587,7 @@ def transplant(
             module_name,
         )
     result.source = module.code
+    top_level_functions = {node.name for node in ast.parse(result.source).body if isinstance(node, ast.FunctionDef)}
     for label, codemod in overlay.codemods.items():
         class_name = label.rpartition(".")[0]
         if class_name and class_name not in class_indices:
@@ -584,6 +595,10 @@ def transplant(
                 result.skipped_classes.append(class_name)
                 continue
             raise TransplantError([f"class `{class_name}` is missing from the target"], module_name)
+        if not class_name and label not in top_level_functions and allow_missing_classes:
+            # A modular file that imports the function from another model: its generated modeling file has the copy
+            result.skipped_classes.append(label)
+            continue
         rewritten = result.source
         for old, new in statement_changes(codemod):
             try:
