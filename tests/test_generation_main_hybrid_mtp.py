@@ -18,7 +18,7 @@ the model's own multi-token-prediction layers, loaded from the checkpoint by `Mt
 families whose 5.25 modeling code hands states to the cache, two have MTP layers: Inkling (hybrid convolution and
 attention layers) and Bailing-hybrid (MLA attention and routed experts; it needs the upstream step 11, before which its
 config cannot build them); and Bailing-hybrid with a linear attention last layer and MTP layers of linear attention,
-which no checkpoint has but a config may name (they need the fork step 17: the MTP cache then rolls recurrent states
+which no checkpoint has but a config may name (they need the fork step 21: the MTP cache then rolls recurrent states
 back). Each runs with one and with two MTP layers (with two, the generator crops its `MtpCache` to
 redo a chain the main model rejected), with a dynamic and with a static main cache. For every case the tests check
 
@@ -79,7 +79,7 @@ MTP_FAMILIES = {
 }
 # Configurations of a family that no checkpoint has (yet): (family, its arguments for a number of MTP layers).
 # Bailing-hybrid with a linear attention last layer and MTP layers of linear attention, whose recurrent states the MTP
-# cache rolls back (fork step 17)
+# cache rolls back (fork step 21)
 MTP_CONFIGS = {
     "bailing_hybrid_linear": (
         "bailing_hybrid",

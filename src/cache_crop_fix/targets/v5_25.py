@@ -265,6 +265,60 @@ with mock.patch.object(MtpModel, "from_pretrained", random_mtp_layers):
 print(output.shape[1])  # 5.25.0: RuntimeError. With this PR: 11
 ```"""
 
+CONTINUE_REPRODUCTION = """\
+```python
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+torch.manual_seed(0)
+tiny = {"vocab_size": 32, "hidden_size": 32, "intermediate_size": 37, "num_attention_heads": 2}
+model = LlamaForCausalLM(LlamaConfig(**tiny, num_hidden_layers=2))
+assistant = LlamaForCausalLM(LlamaConfig(**tiny, num_hidden_layers=1))
+first_turn = model.generate(torch.tensor([[5, 9, 2, 7, 1]]), max_new_tokens=4, return_dict_in_generate=True)
+input_ids = torch.cat([first_turn.sequences, torch.tensor([[3, 4]])], dim=-1)  # the second turn
+output = model.generate(input_ids, cache=first_turn.cache, assistant_model=assistant, max_new_tokens=6)
+print(output.shape[1], first_turn.cache.get_seq_length())  # 5.25.0: 17 24 (the first turn twice). With this PR: 17 16
+```"""
+
+RECORDING_REPRODUCTION = """\
+```python
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM
+torch.manual_seed(0)
+tiny = {"vocab_size": 32, "hidden_size": 32, "intermediate_size": 37, "num_attention_heads": 2, "num_hidden_layers": 1}
+model = MistralForCausalLM(MistralConfig(**tiny, sliding_window=4, num_key_value_heads=1))
+assistant = LlamaForCausalLM(LlamaConfig(**tiny))
+output = model.generate(torch.tensor([[5, 9, 2, 7, 1]]), assistant_model=assistant, max_new_tokens=4, return_dict_in_generate=True)
+model.generate(output.sequences, cache=output.cache, max_new_tokens=20)  # continue the returned cache
+print(output.cache.layers[0].keys.shape[-2])  # tokens the window of 4 keeps. 5.25.0: 28. With this PR: 3
+```"""
+
+STOP_STRINGS_REPRODUCTION = """\
+```python
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+tokenizer = Tokenizer(models.BPE({character: i for i, character in enumerate("abcdefghijklmnopqrstuvwxyz\\u0120.,!?")}, []))
+tokenizer.pre_tokenizer, tokenizer.decoder = pre_tokenizers.ByteLevel(add_prefix_space=False), decoders.ByteLevel()
+tokenizer = PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="a")  # one token per character
+torch.manual_seed(0)
+tiny = {"vocab_size": 32, "hidden_size": 32, "intermediate_size": 37, "num_attention_heads": 2, "num_hidden_layers": 1}
+model, assistant = LlamaForCausalLM(LlamaConfig(**tiny)), LlamaForCausalLM(LlamaConfig(**tiny))
+output = model.generate(tokenizer("hello", return_tensors="pt").input_ids, assistant_model=assistant, stop_strings="j", tokenizer=tokenizer)
+print(tokenizer.decode(output[0]))  # 5.25.0: ValueError (we could not locate a tokenizer). With this PR: hellotj
+```"""
+
+MAMBA_SCAN_REPRODUCTION = """\
+```python
+import torch
+from transformers import MambaConfig, MambaForCausalLM
+torch.manual_seed(0)
+model = MambaForCausalLM(MambaConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2, state_size=8))
+input_ids = torch.randint(64, (1, 10))
+cache = model(input_ids[:, :6], use_cache=True).cache  # a first turn, or the first chunk of a chunked prefill
+logits = model(input_ids[:, 6:], cache=cache).logits  # 4 tokens continuing it
+print(f"{(logits - model(input_ids).logits[:, 6:]).abs().max():.4f}")  # 5.25.0: 0.0009. With this PR: 0.0000
+```"""
+
 STEPS = (
     Step(
         "step1_clamp",
@@ -499,8 +553,82 @@ STEPS = (
         behaviour_changes=("`use_mtp=True` with several MTP layers works after a prompt shorter than them.",),
     ),
     Step(
-        "step13_exact",
-        "13-fork-exact",
+        "step13_continue",
+        "13-continue",
+        "Continue a cache that already holds tokens in assisted decoding",
+        tests=("AssistedDecodingContinuedCacheTest",),
+        summary=(
+            "`_prefill` feeds the tokens a cache does not hold yet, but assisted decoding does not use it: its first "
+            "verification forward fed the whole sequence whatever the cache held. Continuing a cache with a drafter "
+            "(a second turn that passes the first turn's cache back, a prefix cache) then appended the cached tokens "
+            "to the cache again, and the tokens left greedy decoding.\n\n"
+            + CONTINUE_REPRODUCTION
+            + "\n\nThe first forward now feeds the tokens after the cached ones, as `_prefill` does (a cache that holds "
+            "nothing still gets them all)."
+        ),
+        behaviour_changes=(
+            "Assisted decoding over a cache that holds tokens feeds only the others (it fed the cached ones again).",
+        ),
+    ),
+    Step(
+        "step14_recording",
+        "14-recording",
+        "Stop recording the past of the cache that assisted decoding returns",
+        tests=("AssistedDecodingReturnedCacheTest",),
+        summary=(
+            "Assisted decoding turns on the past recording of the main cache (linear attention layers then keep every "
+            "conv column and the per-token states, sliding windows every token, until a `crop`) and never turned it "
+            "off: the cache it returns, or the caller's own, kept recording, and a later `generate` that continues it "
+            "kept a conv column per token (plain decoding never crops) and left the compileable path.\n\n"
+            + RECORDING_REPRODUCTION
+            + "\n\nIt now stops recording before it returns, as `DeferredStopCheck.finish` does (the last round's "
+            "`crop` already brought the states back to their working size)."
+        ),
+        behaviour_changes=("The cache that assisted decoding leaves behind no longer records its past.",),
+    ),
+    Step(
+        "step15_stop_strings",
+        "15-stop-strings",
+        "Draft without the main model's stop strings in assisted decoding",
+        tests=("AssistedDecodingStopStringsTest",),
+        summary=(
+            "`AssistedCandidateGenerator` gives the assistant's `generate` a copy of the main generation config, "
+            "`stop_strings` included, but not the tokenizer that stop strings need: assisted decoding with "
+            "`stop_strings` raised a `ValueError` before the first draft.\n\n"
+            + STOP_STRINGS_REPRODUCTION
+            + "\n\nThe assistant now drafts without them; the main model's stopping criteria check them on the "
+            "verified tokens, as they check `max_length`."
+        ),
+        behaviour_changes=("Assisted decoding accepts `stop_strings` (it raised a `ValueError`).",),
+    ),
+    Step(
+        "step16_mamba_scan",
+        "16-mamba-scan",
+        "Continue the cached state in the multi-token forward of Mamba, FalconMamba and Jamba",
+        tests=(
+            "MambaCachedStateContinuationTest",
+            "FalconMambaCachedStateContinuationTest",
+            "JambaCachedStateContinuationTest",
+        ),
+        summary=(
+            "`mamba_scan_forward` runs the tokens of a forward that it does not record through the selective scan, "
+            "which starts from zeros (the TODO above it says so: neither the torch scan nor `selective_scan_fn` takes "
+            "a starting state). A forward of several tokens over a cache that holds a state (a chunked prefill, a "
+            "second turn, a prefix cache) then computed its outputs, and the state it cached, as if the cached tokens "
+            "had never been seen.\n\n"
+            + MAMBA_SCAN_REPRODUCTION
+            + "\n\nThose tokens now go through the recurrent form, which starts from the cached state (the path of "
+            "single-token decoding and of recorded tokens); a forward over an empty cache still uses the scan. The "
+            "function is Mamba's, copied into FalconMamba and Jamba by the modular converter."
+        ),
+        behaviour_changes=(
+            "A multi-token forward of Mamba, FalconMamba and Jamba over a non-empty cache continues its state "
+            "(token by token) instead of restarting from zeros.",
+        ),
+    ),
+    Step(
+        "step17_exact",
+        "17-fork-exact",
         "Roll linear attention layers back exactly, or refuse before anything changes",
         tests=("LinearAttentionHistoryTest", "GrowingScheduleAssistedDecodingTest"),
         summary=(
@@ -535,8 +663,8 @@ STEPS = (
         kind="fork",
     ),
     Step(
-        "step14_refuse",
-        "14-fork-refuse",
+        "step18_refuse",
+        "18-fork-refuse",
         "Refuse `crop` on attention layers that cannot put their states back",
         tests=(
             "RefusedCropTest",
@@ -569,8 +697,8 @@ STEPS = (
         kind="fork",
     ),
     Step(
-        "step15_deepseek",
-        "15-fork-deepseek",
+        "step19_deepseek",
+        "19-fork-deepseek",
         "Refuse partial `crop` on DeepSeek-V4's compressed-attention caches, and empty them as assistant caches",
         tests=("DeepseekV4CacheCropTest",),
         summary=(
@@ -590,8 +718,8 @@ STEPS = (
         kind="fork",
     ),
     Step(
-        "step16_edges",
-        "16-fork-edges",
+        "step20_edges",
+        "20-fork-edges",
         "Crop dynamic layers without tokens yet, and removals beyond 64 bits",
         tests=("CropEdgesTest", "MiniMaxM3VLSparseCacheCropEdgesTest"),
         summary=(
@@ -607,8 +735,8 @@ STEPS = (
         kind="fork",
     ),
     Step(
-        "step17_mtp_linear",
-        "17-fork-mtp-linear",
+        "step21_mtp_linear",
+        "21-fork-mtp-linear",
         "Build MTP layers of linear attention, and roll them back exactly",
         tests=("MTPLinearAttentionLayersTest",),
         summary=(
@@ -619,7 +747,7 @@ STEPS = (
             "attention (called without its gate: `AttributeError` in the first MTP forward); `MtpLayer.forward` "
             "requires an `attention_mask`, of which a linear attention layer's masks have none (`TypeError`); and the "
             "generator's `MtpCache` records `num_mtp_layers` states per forward, one fewer than removing a re-fed "
-            "chain may need, so that with several MTP layers 5.25.0 restores a wrong state (and steps 1-16 refuse the "
+            "chain may need, so that with several MTP layers 5.25.0 restores a wrong state (and steps 1-20 refuse the "
             "crop).\n\n"
             "The norm class is that of a norm of the decoder layer itself, masks without an attention mask pass "
             "`attention_mask=None`, and the MTP cache records `num_mtp_layers + 1` states (attention layers keep no "
@@ -685,6 +813,9 @@ FINGERPRINTS: dict[str, frozenset[str]] = {
     "transformers.generation.candidate_generator.DFlashTokenCandidateGenerator.get_candidates": frozenset(
         {"7e8e468c42b2397e"}
     ),
+    "transformers.models.mamba.modeling_mamba.mamba_scan_forward": frozenset({"99fedc9a77161154"}),
+    "transformers.models.falcon_mamba.modeling_falcon_mamba.mamba_scan_forward": frozenset({"0600bb4989c79b13"}),
+    "transformers.models.jamba.modeling_jamba.mamba_scan_forward": frozenset({"0d82329040266fca"}),
     "transformers.modeling_layers.MtpModel.__init__": frozenset({"49d82b4826f7c404"}),
     "transformers.modeling_layers.MtpModel.create_masks_for_mtp_layer": frozenset({"c2fefb785b753d2c"}),
 }

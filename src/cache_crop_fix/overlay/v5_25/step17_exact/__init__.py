@@ -1,1 +1,1 @@
-"""Step 13 (fork only): linear-attention layers roll back exactly or refuse, and `Cache.crop` checks every layer first."""
+"""Step 17 (fork only): linear-attention layers roll back exactly or refuse, and `Cache.crop` checks every layer first."""

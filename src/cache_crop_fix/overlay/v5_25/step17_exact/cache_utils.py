@@ -1,4 +1,4 @@
-# Step 13 of the fix for transformers 5.25.x, fork only, in `transformers/cache_utils.py`: linear attention layers roll
+# Step 17 of the fix for transformers 5.25.x, fork only, in `transformers/cache_utils.py`: linear attention layers roll
 # back through the per-token recurrent-state history of 5.25 (`activate_past_recording(recurrent_states_to_keep=N)`)
 # exactly, or refuse before anything changes, whatever the caller (step 2 makes `generate` exact).
 #

@@ -1,1 +1,1 @@
-"""Step 14 (fork only): the attention layers that cannot undo a crop (dropped or evicted tokens, quantized states) refuse it."""
+"""Step 18 (fork only): the attention layers that cannot undo a crop (dropped or evicted tokens, quantized states) refuse it."""

@@ -1,6 +1,6 @@
-# Step 14 of the fix for transformers 5.25.x, fork only, in `transformers/cache_utils.py`: the attention layers that
+# Step 18 of the fix for transformers 5.25.x, fork only, in `transformers/cache_utils.py`: the attention layers that
 # cannot put their states back as they were refuse a crop before anything changes (`Cache.crop` asks every layer first,
-# since step 13), instead of keeping fewer or other tokens than the kept ones: a sliding window that already dropped the
+# since step 17), instead of keeping fewer or other tokens than the kept ones: a sliding window that already dropped the
 # tokens it needs, a static sliding window that may have overwritten them, and the quantized layers.
 #
 # Each class below is named like the upstream class it changes and holds only the methods this step adds or replaces;

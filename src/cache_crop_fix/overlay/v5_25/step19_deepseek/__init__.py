@@ -1,1 +1,1 @@
-"""Step 15 (fork only): DeepSeek-V4's compressed-attention caches (`is_croppable = False`) refuse partial crops."""
+"""Step 19 (fork only): DeepSeek-V4's compressed-attention caches (`is_croppable = False`) refuse partial crops."""

@@ -1,1 +1,1 @@
-"""Step 17 (fork): MTP layers of linear attention build, run and roll back exactly."""
+"""Step 21 (fork): MTP layers of linear attention build, run and roll back exactly."""

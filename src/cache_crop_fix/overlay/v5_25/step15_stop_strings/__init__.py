@@ -1,0 +1,1 @@
+"""Step 15: the assistant of assisted decoding drafts without the main model's stop strings."""
