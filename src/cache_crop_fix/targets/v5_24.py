@@ -5,7 +5,10 @@ removes none, positive values raise), and the rest of the contract holds everywh
 is checked before any changes, and every layer type crops exactly or refuses clearly.
 """
 
+from dataclasses import replace
+
 from . import Step, Target
+from .v5_25 import STEPS as MAIN_LINE_STEPS
 
 
 RELATED = (
@@ -165,6 +168,23 @@ STEPS = (
     ),
 )
 
+
+def _backport(main_line_package: str, package: str, branch: str) -> Step:
+    """The backport of a step of the main line (`v5_25`) that 5.24's code needs unchanged: the same codemods (its overlay
+    imports them), tests and text, whose reproductions show the same outputs on 5.24.0."""
+    step = next(step for step in MAIN_LINE_STEPS if step.package == main_line_package)
+    return replace(step, package=package, branch=branch, summary=step.summary.replace("5.25.0", "5.24.0"))
+
+
+# Bugs of the assisted decoding and Mamba code that 5.24 shares with 5.25 (issue 39)
+STEPS += (
+    _backport("step13_continue", "step7_continue", "7-continue"),
+    _backport("step14_recording", "step8_recording", "8-recording"),
+    _backport("step15_stop_strings", "step9_stop_strings", "9-stop-strings"),
+    # 5.24 has no `mamba_scan_forward`: the same change in the mixers' `forward` (its own overlay)
+    _backport("step16_mamba_scan", "step10_mamba_scan", "10-mamba-scan"),
+)
+
 # The upstream methods the overlay replaces: `patcher.source_fingerprint` of their source. If the installed source
 # differs, the method changed upstream and the fix refuses to install. Regenerate with
 # `python -m cache_crop_fix fingerprints`.
@@ -191,6 +211,11 @@ FINGERPRINTS: dict[str, frozenset[str]] = {
     "transformers.generation.candidate_generator.AssistedCandidateGenerator._update_past_and_masks": frozenset(
         {"3cc1f2b2f2f07439"}
     ),
+    "transformers.generation.candidate_generator.AssistedCandidateGenerator.__init__": frozenset({"cd70cc2676e06efd"}),
+    "transformers.generation.utils.GenerationMixin._assisted_decoding": frozenset({"8d8b8e148a13f1cf"}),
+    "transformers.models.falcon_mamba.modeling_falcon_mamba.FalconMambaMixer.forward": frozenset({"38060b4405b0b06f"}),
+    "transformers.models.jamba.modeling_jamba.JambaMambaMixer.forward": frozenset({"6c5a4eaddd9c4382"}),
+    "transformers.models.mamba.modeling_mamba.MambaMixer.forward": frozenset({"687cd435ccedf9e3"}),
     "transformers.models.minimax_m3_vl.modeling_minimax_m3_vl.MiniMaxM3VLSparseCacheLayer.crop": frozenset(
         {"5bb2a812c4ee9e6d"}
     ),

@@ -1,0 +1,41 @@
+# Step 10 of the 5.24 backport, in `transformers/models/falcon_mamba/modeling_falcon_mamba.py`: the change of
+# `MambaMixer.forward` (see `..mamba.modeling_mamba`) in FalconMamba's copy of it.
+
+CODEMODS = {
+    "FalconMambaMixer.forward": (
+        "# Recurrent form\n"
+        "if recurrent_state is not None and seq_len == 1:\n"
+        "    scan_output = mamba_selective_state_update(\n"
+        "        recurrent_state,\n"
+        "        hidden_states_B_C.transpose(1, 2)[..., 0],\n"
+        "        time_step[..., 0],\n"
+        "        A,\n"
+        "        B[:, 0],\n"
+        "        C[:, 0],\n"
+        "        self.D,\n"
+        "        z=gate[..., 0],\n"
+        "        dt_bias=time_proj_bias,\n"
+        "        dt_softplus=True,\n"
+        "    ).unsqueeze(-1)",
+        "# Recurrent form, also for the tokens that continue a cached state: the scan below starts from zeros\n"
+        "if recurrent_state is not None:\n"
+        "    scan_output = torch.stack(\n"
+        "        [\n"
+        "            mamba_selective_state_update(\n"
+        "                recurrent_state,\n"
+        "                hidden_states_B_C.transpose(1, 2)[..., i],\n"
+        "                time_step[..., i],\n"
+        "                A,\n"
+        "                B[:, i],\n"
+        "                C[:, i],\n"
+        "                self.D,\n"
+        "                z=gate[..., i],\n"
+        "                dt_bias=time_proj_bias,\n"
+        "                dt_softplus=True,\n"
+        "            )\n"
+        "            for i in range(seq_len)\n"
+        "        ],\n"
+        "        dim=-1,\n"
+        "    )",
+    )
+}

@@ -1,0 +1,1 @@
+"""Step 7: assisted decoding continues a cache that already holds tokens instead of feeding them again."""

@@ -1,0 +1,1 @@
+../../v5_25/generation/test_utils.py

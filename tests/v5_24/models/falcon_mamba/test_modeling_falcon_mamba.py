@@ -1,0 +1,1 @@
+../../../v5_25/models/falcon_mamba/test_modeling_falcon_mamba.py

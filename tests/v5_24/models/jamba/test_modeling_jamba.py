@@ -1,0 +1,1 @@
+../../../v5_25/models/jamba/test_modeling_jamba.py

@@ -1,0 +1,1 @@
+../../../v5_25/models/mamba/test_modeling_mamba.py
