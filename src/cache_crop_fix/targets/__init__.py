@@ -17,7 +17,7 @@ exporter reads the same table.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -48,6 +48,16 @@ class Step:
     @property
     def upstream(self) -> bool:
         return self.kind == "upstream"
+
+
+def backport(step: Step, package: str, branch: str, text_changes: Mapping[str, str]) -> Step:
+    """The step of a backport that makes the change of `step`, a step of a newer line whose code the older release
+    shares: its overlay imports that step's codemods, and it keeps its tests and text, with `text_changes` made to the
+    text (the release its reproductions name, an argument the older release spells otherwise)."""
+    summary = step.summary
+    for old, new in text_changes.items():
+        summary = summary.replace(old, new)
+    return replace(step, package=package, branch=branch, summary=summary)
 
 
 @dataclass(frozen=True)

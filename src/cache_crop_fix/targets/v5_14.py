@@ -5,7 +5,8 @@ On this line `crop(-k)` removes the last `k` tokens (clamped), `crop(0)` empties
 work but emit a `FutureWarning`, since 5.15 reads `0` as "remove nothing" and 5.20 refuses positive values.
 """
 
-from . import Step, Target
+from . import Step, Target, backport
+from .v5_25 import STEPS as MAIN_LINE_STEPS
 
 
 REPRODUCTION = """\
@@ -196,11 +197,26 @@ STEPS = (
     ),
 )
 
+# Bugs of the assisted decoding code that 5.14 shares with 5.25 (issue 39): the main line's steps 13 and 15, whose
+# reproductions print the same on 5.14.1 once they pass the cache as 5.14 names it
+_MAIN_LINE = {step.package: step for step in MAIN_LINE_STEPS}
+_ON_5_14 = {
+    "5.25.0": "5.14.1",
+    "cache=first_turn.cache": "past_key_values=first_turn.past_key_values",
+    "first_turn.cache.get_seq_length()": "first_turn.past_key_values.get_seq_length()",
+}
+STEPS += (
+    backport(_MAIN_LINE["step13_continue"], "step8_continue", "8-continue", _ON_5_14),
+    backport(_MAIN_LINE["step15_stop_strings"], "step9_stop_strings", "9-stop-strings", _ON_5_14),
+)
+
 # The upstream methods the overlay replaces: `patcher.source_fingerprint` of their source. If the installed source
 # differs, the method changed upstream and the fix refuses to install. Regenerate with
 # `python -m cache_crop_fix fingerprints`.
 # Identical in transformers 5.14.0 and 5.14.1
 FINGERPRINTS: dict[str, frozenset[str]] = {
+    "transformers.generation.candidate_generator.AssistedCandidateGenerator.__init__": frozenset({"ab8675bcf8a7b8b7"}),
+    "transformers.generation.utils.GenerationMixin._assisted_decoding": frozenset({"9475d1c4bcc049e0"}),
     "transformers.cache_utils.Cache.activate_past_recording": frozenset({"92ab199542b21909"}),
     "transformers.cache_utils.Cache.crop": frozenset({"ed59d37995911aa6"}),
     "transformers.cache_utils.Cache.update": frozenset({"679ec869a03c9450"}),

@@ -5,9 +5,7 @@ removes none, positive values raise), and the rest of the contract holds everywh
 is checked before any changes, and every layer type crops exactly or refuses clearly.
 """
 
-from dataclasses import replace
-
-from . import Step, Target
+from . import Step, Target, backport
 from .v5_25 import STEPS as MAIN_LINE_STEPS
 
 
@@ -169,20 +167,16 @@ STEPS = (
 )
 
 
-def _backport(main_line_package: str, package: str, branch: str) -> Step:
-    """The backport of a step of the main line (`v5_25`) that 5.24's code needs unchanged: the same codemods (its overlay
-    imports them), tests and text, whose reproductions show the same outputs on 5.24.0."""
-    step = next(step for step in MAIN_LINE_STEPS if step.package == main_line_package)
-    return replace(step, package=package, branch=branch, summary=step.summary.replace("5.25.0", "5.24.0"))
-
-
 # Bugs of the assisted decoding and Mamba code that 5.24 shares with 5.25 (issue 39)
+# (the main line's steps 13-16; their reproductions print the same on 5.24.0)
+_MAIN_LINE = {step.package: step for step in MAIN_LINE_STEPS}
+_ON_5_24 = {"5.25.0": "5.24.0"}
 STEPS += (
-    _backport("step13_continue", "step7_continue", "7-continue"),
-    _backport("step14_recording", "step8_recording", "8-recording"),
-    _backport("step15_stop_strings", "step9_stop_strings", "9-stop-strings"),
+    backport(_MAIN_LINE["step13_continue"], "step7_continue", "7-continue", _ON_5_24),
+    backport(_MAIN_LINE["step14_recording"], "step8_recording", "8-recording", _ON_5_24),
+    backport(_MAIN_LINE["step15_stop_strings"], "step9_stop_strings", "9-stop-strings", _ON_5_24),
     # 5.24 has no `mamba_scan_forward`: the same change in the mixers' `forward` (its own overlay)
-    _backport("step16_mamba_scan", "step10_mamba_scan", "10-mamba-scan"),
+    backport(_MAIN_LINE["step16_mamba_scan"], "step10_mamba_scan", "10-mamba-scan", _ON_5_24),
 )
 
 # The upstream methods the overlay replaces: `patcher.source_fingerprint` of their source. If the installed source
