@@ -113,7 +113,8 @@ audit: $(STAMP) $(STAMP_MAIN) $(STAMP_25)
 
 # Cache.crop benchmarks, stock vs fixed (issue 5), in each target's venv: each writes its target's section of
 # docs/source/en/benchmarks.md and crop_latency_<target>.png; then assisted decoding with linear attention assistants
-# (issue 12), on each target, which writes its own sections of benchmarks.md
+# (issue 12), on each target, which writes its own sections of benchmarks.md; then assisted decoding over a long
+# generation with an assistant accepted often (issue 39: tokens fed to the assistant, its cache, speed-up), each target
 bench: $(STAMP) $(STAMP_MAIN) $(STAMP_25)
 	$(PY_25) benchmarks/bench_crop.py
 	$(PY_MAIN) benchmarks/bench_crop.py
@@ -121,6 +122,9 @@ bench: $(STAMP) $(STAMP_MAIN) $(STAMP_25)
 	$(PY) benchmarks/bench_assisted_history.py
 	$(PY_MAIN) benchmarks/bench_assisted_history.py
 	$(PY_25) benchmarks/bench_assisted_history.py
+	$(PY_25) benchmarks/bench_assisted_calls.py
+	$(PY_MAIN) benchmarks/bench_assisted_calls.py
+	$(PY) benchmarks/bench_assisted_calls.py
 
 # The supported Python and torch versions (noxfile.py; downloads torch for Pythons without a local wheel). Not part of
 # `make test`. `make matrix NOXFLAGS="-s fork"` runs one session.

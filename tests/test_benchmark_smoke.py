@@ -165,3 +165,20 @@ def test_assisted_history_benchmark_runs_and_writes_its_section(tmp_path):
         # Stock 5.14 raises at the first rollback of a linear attention assistant (its cache does not record its past)
         if row["rollback"] and not row["time (s)"].startswith("raises"):
             assert row["output = greedy"] == "yes", row
+
+
+def test_assisted_calls_benchmark_writes_its_section(tmp_path):
+    """`benchmarks/bench_assisted_calls.py --quick` writes its section: greedy, stock and fixed rows, outputs equal."""
+    completed = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "bench_assisted_calls.py"), "--quick", "--out-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=REPO,
+    )
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    section = (tmp_path / "benchmarks.md").read_text(encoding="utf-8")
+    assert f"<!-- bench_assisted_calls_{TARGET.name}:start -->" in section
+    rows = [line for line in section.splitlines() if line.startswith("| assisted, ")]
+    assert [row.split(" | ")[0] for row in rows] == ["| assisted, stock", "| assisted, fixed"]
+    assert all(row.endswith("| yes |") for row in rows), rows
