@@ -271,8 +271,7 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 torch.manual_seed(0)
 tiny = {"vocab_size": 32, "hidden_size": 32, "intermediate_size": 37, "num_attention_heads": 2}
-model = LlamaForCausalLM(LlamaConfig(**tiny, num_hidden_layers=2))
-assistant = LlamaForCausalLM(LlamaConfig(**tiny, num_hidden_layers=1))
+model, assistant = (LlamaForCausalLM(LlamaConfig(**tiny, num_hidden_layers=layers)) for layers in (2, 1))
 first_turn = model.generate(torch.tensor([[5, 9, 2, 7, 1]]), max_new_tokens=4, return_dict_in_generate=True)
 input_ids = torch.cat([first_turn.sequences, torch.tensor([[3, 4]])], dim=-1)  # the second turn
 output = model.generate(input_ids, cache=first_turn.cache, assistant_model=assistant, max_new_tokens=6)
@@ -285,8 +284,7 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM
 torch.manual_seed(0)
 tiny = {"vocab_size": 32, "hidden_size": 32, "intermediate_size": 37, "num_attention_heads": 2, "num_hidden_layers": 1}
-model = MistralForCausalLM(MistralConfig(**tiny, sliding_window=4, num_key_value_heads=1))
-assistant = LlamaForCausalLM(LlamaConfig(**tiny))
+model, assistant = MistralForCausalLM(MistralConfig(**tiny, sliding_window=4, num_key_value_heads=1)), LlamaForCausalLM(LlamaConfig(**tiny))
 output = model.generate(torch.tensor([[5, 9, 2, 7, 1]]), assistant_model=assistant, max_new_tokens=4, return_dict_in_generate=True)
 model.generate(output.sequences, cache=output.cache, max_new_tokens=20)  # continue the returned cache
 print(output.cache.layers[0].keys.shape[-2])  # tokens the window of 4 keeps. 5.25.0: 28. With this PR: 3
@@ -561,7 +559,7 @@ STEPS = (
             "`_prefill` feeds the tokens a cache does not hold yet, but assisted decoding does not use it: its first "
             "verification forward fed the whole sequence whatever the cache held. Continuing a cache with a drafter "
             "(a second turn that passes the first turn's cache back, a prefix cache) then appended the cached tokens "
-            "to the cache again, and the tokens left greedy decoding.\n\n"
+            "to the cache again: the model attended to each of them twice.\n\n"
             + CONTINUE_REPRODUCTION
             + "\n\nThe first forward now feeds the tokens after the cached ones, as `_prefill` does (a cache that holds "
             "nothing still gets them all)."
