@@ -1,5 +1,6 @@
 """Assisted decoding across the calls users make (transformers 5.25 only; issue 39): a second turn that passes the
-first turn's cache back, with the assistant in either turn, and a prefix cache deep-copied and reused twice.
+first turn's cache back, with the assistant in either turn, a prefix cache deep-copied and reused twice, a stop string,
+an end-of-sequence token or `max_new_tokens` inside a draft, and a long generation.
 
 The families are the ten the issue tried as a new user would (Llama, Qwen3-Next, LFM2, Mamba2, FalconH1, NemotronH,
 Jamba, Zamba, Bailing-hybrid, Qwen3.5-MoE), built as in `tests/test_generation_main_hybrid.py` (tiny, float64), with
@@ -11,6 +12,7 @@ restart their scan from zeros (step 16 and step 7).
 """
 
 import copy
+import functools
 
 import pytest
 from parameterized import parameterized
@@ -27,8 +29,19 @@ pytestmark = pytest.mark.skipif(
 
 if transformers.__version__.startswith("5.25"):
     import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
-    from .test_generation_main_hybrid import _assistant, _compare_caches, _fresh_cache, _input_ids, _main_model
+    from transformers import PreTrainedTokenizerFast
+    from transformers.cache_utils import Cache, LinearAttentionCacheLayerMixin
+
+    from .test_generation_main_hybrid import (
+        VOCAB_SIZE,
+        _assistant,
+        _compare_caches,
+        _fresh_cache,
+        _input_ids,
+        _main_model,
+    )
 
 
 FAMILIES = [
@@ -46,12 +59,23 @@ FAMILIES = [
 SECOND_MESSAGE = [[7, 11, 13]]
 
 
-def _generate(model, input_ids, cache=None, assisted=False, max_new_tokens=6):
-    kwargs = {"assistant_model": _assistant(model.name, "random")} if assisted else {}
+def _generate(model, input_ids, cache=None, assisted=False, max_new_tokens=6, **kwargs):
+    if assisted:
+        kwargs["assistant_model"] = _assistant(model.name, "random" if assisted is True else assisted)
     output = model.generate(
         input_ids, cache=cache, do_sample=False, max_new_tokens=max_new_tokens, return_dict_in_generate=True, **kwargs
     )
     return output.sequences, output.cache
+
+
+@functools.cache
+def _tokenizer():
+    """A byte-level tokenizer with one token per character, for the sweep's vocabulary of 64."""
+    characters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789\u0120."
+    assert len(characters) == VOCAB_SIZE
+    tokenizer = Tokenizer(models.BPE({character: i for i, character in enumerate(characters)}, []))
+    tokenizer.pre_tokenizer, tokenizer.decoder = pre_tokenizers.ByteLevel(add_prefix_space=False), decoders.ByteLevel()
+    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="a")
 
 
 def _model(name):
@@ -101,3 +125,55 @@ class AssistedDecodingAcrossCallsTest(TinyModelTestCase):
             self.assertEqual(sequences.tolist(), expected.tolist())
             self.assertCacheHolds(model, cache, sequences)
         self.assertEqual(_compare_caches(prefix_cache, _fresh_cache(model, prefix)), [])
+
+    @parameterized.expand(FAMILIES)
+    def test_stop_string_inside_a_draft(self, name):
+        """A stop string that greedy decoding meets mid-way stops assisted decoding at the same token."""
+        model, tokenizer = _model(name), _tokenizer()
+        greedy, _ = _generate(model, _input_ids(), max_new_tokens=12)
+        stop_string = tokenizer.decode(greedy[0, _input_ids().shape[1] + 5])
+        expected, _ = _generate(model, _input_ids(), max_new_tokens=12, stop_strings=stop_string, tokenizer=tokenizer)
+        sequences, cache = _generate(
+            model, _input_ids(), assisted="shared", max_new_tokens=12, stop_strings=stop_string, tokenizer=tokenizer
+        )
+        self.assertEqual(sequences.tolist(), expected.tolist())
+        self.assertCacheHolds(model, cache, sequences)
+
+    @parameterized.expand(FAMILIES)
+    def test_end_of_sequence_or_max_new_tokens_inside_a_draft(self, name):
+        """An end-of-sequence token, or `max_new_tokens`, inside a draft ends assisted decoding where greedy ends."""
+        model = _model(name)
+        greedy, _ = _generate(model, _input_ids(), max_new_tokens=12)
+        eos_token_id = int(greedy[0, _input_ids().shape[1] + 5])
+        for kwargs in ({"eos_token_id": eos_token_id}, {"max_new_tokens": 6}):
+            with self.subTest(**kwargs):
+                kwargs = {"max_new_tokens": 12, **kwargs}
+                expected, _ = _generate(model, _input_ids(), **kwargs)
+                sequences, cache = _generate(model, _input_ids(), assisted="shared", **kwargs)
+                self.assertEqual(sequences.tolist(), expected.tolist())
+                self.assertCacheHolds(model, cache, sequences)
+
+    @parameterized.expand(["qwen3_next", "mamba2", "falcon_h1"])
+    def test_long_generation_keeps_the_states_bounded(self, name):
+        """Over 1,000 new tokens, every crop brings the conv states back to their working size and empties the history
+        (nothing grows with the sequence); the output equals greedy."""
+        model, widths = _model(name), []
+        crop = Cache.crop
+
+        def measuring_crop(cache, *args, **kwargs):
+            crop(cache, *args, **kwargs)
+            for layer in cache.layers:
+                if isinstance(layer, LinearAttentionCacheLayerMixin) and layer.is_conv_states_initialized[0]:
+                    history = sum(len(states) for states in layer.recurrent_states_history.values())
+                    widths.append((layer.conv_states[0].shape[-1] - layer.conv_kernel_size[0], history))
+
+        expected, _ = _generate(model, _input_ids(), max_new_tokens=1024)
+        Cache.crop = measuring_crop
+        try:
+            sequences, cache = _generate(model, _input_ids(), assisted="shared", max_new_tokens=1024)
+        finally:
+            Cache.crop = crop
+        self.assertEqual(sequences.tolist(), expected.tolist())
+        self.assertGreater(len(widths), 100)
+        self.assertEqual(set(widths), {(0, 0)})
+        self.assertCacheHolds(model, cache, sequences)

@@ -587,7 +587,7 @@ STEPS = (
     Step(
         "step15_stop_strings",
         "15-stop-strings",
-        "Draft without the main model's stop strings in assisted decoding",
+        "Support stop strings in assisted decoding",
         tests=("AssistedDecodingStopStringsTest",),
         summary=(
             "`AssistedCandidateGenerator` gives the assistant's `generate` a copy of the main generation config, "
@@ -595,9 +595,15 @@ STEPS = (
             "`stop_strings` raised a `ValueError` before the first draft.\n\n"
             + STOP_STRINGS_REPRODUCTION
             + "\n\nThe assistant now drafts without them; the main model's stopping criteria check them on the "
-            "verified tokens, as they check `max_length`."
+            "verified tokens. They run once per round on the whole sequence, and a stop string is only looked for at "
+            "its end: the accepted tokens of a round are now cut after the first stop string among them, as they are "
+            "after an end-of-sequence token (its test accepts every draft: the generation went on past the stop "
+            "string with the first change alone)."
         ),
-        behaviour_changes=("Assisted decoding accepts `stop_strings` (it raised a `ValueError`).",),
+        behaviour_changes=(
+            "Assisted decoding accepts `stop_strings` (it raised a `ValueError`), and ends at the first one it "
+            "generates.",
+        ),
     ),
     Step(
         "step16_mamba_scan",

@@ -1,1 +1,1 @@
-"""Step 9: the assistant of assisted decoding drafts without the main model's stop strings."""
+"""Step 9: assisted decoding with stop strings: the assistant drafts without them, and the accepted tokens end at one."""

@@ -1,1 +1,1 @@
-"""Step 15: the assistant of assisted decoding drafts without the main model's stop strings."""
+"""Step 15: assisted decoding with stop strings: the assistant drafts without them, and the accepted tokens end at one."""
