@@ -203,3 +203,95 @@ class AssistantCacheAfterEveryRoundTest(TinyModelTestCase):
         self.assertEqual(assisted.tolist(), greedy.tolist())
         self.assertGreater(spy.rounds, 1)
         self.assertEqual(spy.errors, [])
+
+
+class _DFlashSpy:
+    """Checks the DFlash drafter's cache and drafts after every round: a fresh drafter, given the main model's hidden
+    states over every token but the last (one forward of the main model) and the same noise block, must hold the same
+    keys and values and propose the same drafts."""
+
+    def __init__(self, main_model):
+        from transformers.generation.candidate_generator import DFlashTokenCandidateGenerator
+
+        self.generator_class, self.main_model, self.rounds, self.errors = (
+            DFlashTokenCandidateGenerator,
+            main_model,
+            0,
+            [],
+        )
+
+    def __enter__(self):
+        self.original = self.generator_class.get_candidates
+        spy = self
+
+        @functools.wraps(self.original)
+        def get_candidates(generator, input_ids, *args, **kwargs):
+            candidates, logits = spy.original(generator, input_ids, *args, **kwargs)
+            if candidates.shape[1] > input_ids.shape[1]:
+                spy.check(generator, input_ids, candidates)
+            return candidates, logits
+
+        self.generator_class.get_candidates = get_candidates
+        return self
+
+    def __exit__(self, *exc_info):
+        self.generator_class.get_candidates = self.original
+
+    def check(self, generator, input_ids, candidates):
+        from transformers.cache_utils import DFlashCache
+
+        self.rounds += 1
+        where, context_length = f"round {self.rounds}", input_ids.shape[1] - 1
+        with torch.no_grad():
+            hidden_states = self.main_model(input_ids[:, :-1], output_hidden_states=True).hidden_states
+            context = torch.cat([hidden_states[i + 1] for i in generator.target_layer_ids], dim=-1)
+            noise_ids = torch.cat([input_ids[:, -1:], generator.noise_ids_mask.to(input_ids.device)], dim=-1)
+            fresh = DFlashCache(config=generator.assistant_model.config)
+            fresh.set_previous_accepted_tokens(context_length)
+            outputs = generator.assistant_model(
+                noise_embeds=generator._get_noise_embeds(noise_ids),
+                context_hidden_states=context,
+                position_ids=torch.arange(context_length + generator.block_size)[None],
+                cache=fresh,
+            )
+            drafts = generator.main_model_output_embeddings(outputs.last_hidden_state[:, 1:]).argmax(dim=-1)
+        num_drafts = candidates.shape[1] - input_ids.shape[1]
+        if drafts[:, :num_drafts].tolist() != candidates[:, input_ids.shape[1] :].tolist():
+            self.errors.append(f"{where}: drafts {candidates.tolist()} != a fresh drafter's {drafts.tolist()}")
+        for layer_idx, (layer, fresh_layer) in enumerate(zip(generator.cache.layers, fresh.layers)):
+            for name in ("keys", "values"):
+                state, fresh_state = getattr(layer, name), getattr(fresh_layer, name)
+                try:
+                    assert state.shape == fresh_state.shape, (state.shape, fresh_state.shape)
+                    assert_states_close(state, fresh_state, f"{where}, layer {layer_idx}, {name}")
+                except AssertionError as error:
+                    self.errors.append(f"{where}, layer {layer_idx}, {name}: {str(error).splitlines()[0]}")
+
+
+@require_torch
+@pytest.mark.skipif(TARGET.name != "v5_25", reason="DFlash drafting is new in transformers 5.25")
+class DFlashCacheAfterEveryRoundTest(TinyModelTestCase):
+    @parameterized.expand(["dynamic", "static"])
+    def test_dflash_cache_and_drafts_equal_a_fresh_drafters(self, cache_implementation):
+        model = _main_model()
+        torch.manual_seed(2)
+        config = transformers.MuseGlimmerAssistantConfig(
+            **{**COMMON, **ATTENTION, "num_hidden_layers": 1},
+            head_dim=8,
+            block_size=4,
+            mask_token_id=VOCAB_SIZE - 1,
+            target_layer_ids=[0, 1],
+        )
+        drafter = transformers.MuseGlimmerAssistantModel(config).eval().to(MODEL_DTYPE)
+        input_ids = torch.randint(3, VOCAB_SIZE, (1, 7), generator=torch.Generator().manual_seed(7))
+        kwargs = {"max_new_tokens": MAX_NEW_TOKENS, "do_sample": False}
+        if cache_implementation == "static":
+            kwargs["cache_implementation"] = "static"
+        greedy = model.generate(input_ids, **kwargs)
+
+        with _DFlashSpy(model) as spy:
+            assisted = model.generate(input_ids, assistant_model=drafter, speculation_type="dflash", **kwargs)
+
+        self.assertEqual(assisted.tolist(), greedy.tolist())
+        self.assertGreater(spy.rounds, 1)
+        self.assertEqual(spy.errors, [])
