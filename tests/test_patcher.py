@@ -479,8 +479,9 @@ import inspect
 
 import transformers.cache_utils
 import transformers.generation.candidate_generator
+import transformers.generation.utils
 
-modules = [transformers.cache_utils, transformers.generation.candidate_generator]
+modules = [transformers.cache_utils, transformers.generation.candidate_generator, transformers.generation.utils]
 pristine = snapshot(modules)
 upstream_has = {name: name in vars(transformers.cache_utils) for name in ("warnings", "operator")}
 meta_path = list(sys.meta_path)
@@ -794,7 +795,9 @@ EXPECTED_5_14_FINGERPRINTS = {
     "transformers.cache_utils.LinearAttentionCacheLayerMixin.crop": "250ff98eeedf0119",
     "transformers.cache_utils.LinearAttentionLayer.update_conv_state": "a3cb5a9b54326b1f",
     "transformers.cache_utils.LinearAttentionLayer.update_recurrent_state": "1269b2100e6fbf2e",
+    "transformers.generation.candidate_generator.AssistedCandidateGenerator.__init__": "ab8675bcf8a7b8b7",
     "transformers.generation.candidate_generator.AssistedCandidateGenerator._update_past_and_masks": "8fbfdda003628960",
+    "transformers.generation.utils.GenerationMixin._assisted_decoding": "9475d1c4bcc049e0",
     "transformers.models.minimax.modeling_minimax.MiniMaxCache.crop": "0da72794b2e1ed9b",
     "transformers.models.minimax_m3_vl.modeling_minimax_m3_vl.MiniMaxM3VLSparseCacheLayer.crop": "dc74aa3f977f0ca4",
     "transformers.models.pi0.modeling_pi0.PI0ForConditionalGeneration.sample_actions": "a44420943ba3f954",
