@@ -2,9 +2,9 @@
 first turn's cache back, with the assistant in either turn, a prefix cache deep-copied and reused twice, a stop string,
 an end-of-sequence token or `max_new_tokens` inside a draft, and a long generation.
 
-The families are the ten the issue tried as a new user would (Llama, Qwen3-Next, LFM2, Mamba2, FalconH1, NemotronH,
-Jamba, Zamba, Bailing-hybrid, Qwen3.5-MoE), built as in `tests/test_generation_main_hybrid.py` (tiny, float64), with
-its random tiny Llama assistant. Every case checks the tokens against plain greedy decoding over the same input, and
+The families are Llama and the 26 hybrid and SSM families of `tests/test_generation_main_hybrid.py`, built as there
+(tiny, float64), with its tiny Llama assistant (random, or sharing the embeddings and head so that drafts are
+accepted). Every case checks the tokens against plain greedy decoding over the same input, and
 the cache left behind against a fresh forward over the tokens it must hold (every layer: keys, values, conv and
 recurrent states, lengths), and that it no longer records its past. On stock 5.25.0 the continued caches hold the
 earlier turn twice (step 13), the returned cache keeps recording (step 14), and Jamba's and Zamba's second turns
@@ -35,6 +35,7 @@ if transformers.__version__.startswith("5.25"):
     from transformers.cache_utils import Cache, LinearAttentionCacheLayerMixin
 
     from .test_generation_main_hybrid import (
+        MAIN_MODELS,
         VOCAB_SIZE,
         _assistant,
         _compare_caches,
@@ -44,18 +45,8 @@ if transformers.__version__.startswith("5.25"):
     )
 
 
-FAMILIES = [
-    "llama",
-    "qwen3_next",
-    "lfm2",
-    "mamba2",
-    "falcon_h1",
-    "nemotron_h",
-    "jamba",
-    "zamba",
-    "bailing_hybrid",
-    "qwen3_5_moe",
-]
+# Every family of `tests/test_generation_main_hybrid.py` (the 26 that 5.25 wires into the state history) and Llama
+FAMILIES = ["llama", *MAIN_MODELS] if transformers.__version__.startswith("5.25") else ["llama"]
 SECOND_MESSAGE = [[7, 11, 13]]
 
 
@@ -153,7 +144,7 @@ class AssistedDecodingAcrossCallsTest(TinyModelTestCase):
                 self.assertEqual(sequences.tolist(), expected.tolist())
                 self.assertCacheHolds(model, cache, sequences)
 
-    @parameterized.expand(["qwen3_next", "mamba2", "falcon_h1"])
+    @parameterized.expand(["qwen3_next", "falcon_h1"])
     def test_long_generation_keeps_the_states_bounded(self, name):
         """Over 1,000 new tokens, every crop brings the conv states back to their working size and empties the history
         (nothing grows with the sequence); the output equals greedy."""
