@@ -1,6 +1,7 @@
 """Assisted decoding across the calls users make (transformers 5.25 only; issue 39): a second turn that passes the
 first turn's cache back, with the assistant in either turn, a prefix cache deep-copied and reused twice, a stop string,
-an end-of-sequence token or `max_new_tokens` inside a draft, and a long generation.
+an end-of-sequence token or `max_new_tokens` inside a draft, sampling (the main cache checked after every round), and a
+long generation.
 
 The families are Llama and the 26 hybrid and SSM families of `tests/test_generation_main_hybrid.py`, built as there
 (tiny, float64), with its tiny Llama assistant (random, or sharing the embeddings and head so that drafts are
@@ -36,12 +37,14 @@ if transformers.__version__.startswith("5.25"):
 
     from .test_generation_main_hybrid import (
         MAIN_MODELS,
+        PROMPT_LENGTH,
         VOCAB_SIZE,
         _assistant,
         _compare_caches,
         _fresh_cache,
         _input_ids,
         _main_model,
+        _MainCacheSpy,
     )
 
 
@@ -143,6 +146,16 @@ class AssistedDecodingAcrossCallsTest(TinyModelTestCase):
                 sequences, cache = _generate(model, _input_ids(), assisted="shared", **kwargs)
                 self.assertEqual(sequences.tolist(), expected.tolist())
                 self.assertCacheHolds(model, cache, sequences)
+
+    @parameterized.expand(FAMILIES)
+    def test_sampling_keeps_the_states_of_the_kept_tokens(self, name):
+        """Speculative sampling: after every round, the main cache equals a fresh forward over the tokens it kept."""
+        model = _model(name)
+        torch.manual_seed(0)
+        with _MainCacheSpy(model, PROMPT_LENGTH) as spy:
+            model.generate(_input_ids(), do_sample=True, max_new_tokens=12, assistant_model=_assistant(name, "shared"))
+        self.assertGreaterEqual(len(spy.rounds), 3)
+        self.assertEqual([mismatches for _, _, mismatches in spy.rounds if mismatches], [])
 
     @parameterized.expand(["qwen3_next", "falcon_h1"])
     def test_long_generation_keeps_the_states_bounded(self, name):
