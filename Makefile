@@ -84,9 +84,10 @@ test-main: $(STAMP_MAIN)
 # Upstream main (transformers 5.25): its upstream-style tests with the fix applied, the end-to-end tests of hybrid main
 # models and of hybrid assistants, and the numeric ones again on the portable kernels
 V5_25_TESTS := tests/v5_25 tests/test_generation_main_hybrid.py tests/test_generation_main_hybrid_mtp.py tests/test_generation_hybrid.py \
-  tests/test_generation_user_patterns.py tests/test_generation_drafter_caches.py
+  tests/test_generation_drafter_caches.py
+# The calls users make (issue 39): once, on this CPU's kernels (their comparisons are those of the sweeps above)
 test-v5_25: $(STAMP_25)
-	$(PY_25) -m pytest -n auto --dist loadfile $(V5_25_TESTS) tests/test_audit.py tests/test_syncs.py tests/test_compile.py tests/test_pr_texts.py tests/test_crop_arguments.py \
+	$(PY_25) -m pytest -n auto --dist loadfile $(V5_25_TESTS) tests/test_generation_user_patterns.py tests/test_audit.py tests/test_syncs.py tests/test_compile.py tests/test_pr_texts.py tests/test_crop_arguments.py \
 	  tests/test_kept_crops.py tests/test_kept_attention_crops.py tests/test_kept_linear_attention.py
 	ATEN_CPU_CAPABILITY=default $(PY_25) -m pytest -q $(V5_25_TESTS)
 

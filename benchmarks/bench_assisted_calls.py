@@ -84,10 +84,11 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes, one round (smoke test)")
     parser.add_argument("--out-dir", type=Path, default=DEFAULT_OUT_DIR)
+    parser.add_argument("--scale", type=float, default=0.05, help="scale of the projections inside decoder layers")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     new_tokens, rounds = (32, 1) if args.quick else (256, 3)
-    main_model, assistants = build_models(args.quick, scale=0.2)
+    main_model, assistants = build_models(args.quick, scale=args.scale)
     assistant = assistants["llama"]
     input_ids = torch.randint(0, main_model.config.vocab_size, (1, 16), generator=torch.Generator().manual_seed(0))
 
@@ -112,13 +113,15 @@ def main(argv=None) -> int:
         "",
         f"`{python} benchmarks/bench_assisted_calls.py{' --quick' if args.quick else ''}` (also run by `make bench`). "
         f"Main model: random Llama, {main_model.config.num_hidden_layers} layers; assistant: "
-        f"{assistant.config.num_hidden_layers}-layer Llama sharing its embeddings and head (drafts often accepted). "
+        f"{assistant.config.num_hidden_layers}-layer Llama sharing its embeddings and head, the projections inside all "
+        f"decoder layers scaled by {args.scale} (drafts often accepted). "
         f"Prompt of {input_ids.shape[1]} tokens, {new_tokens} new tokens, 5 drafts per round, greedy, 1 thread, "
         f"{rounds} rounds (medians). torch {torch.__version__}, transformers {transformers.__version__}.",
         "",
-        "- **fed tokens**: the tokens the assistant's forward passes processed (the prompt, then its drafts and the "
-        "main model's tokens: about the sequence length when nothing is fed twice); **peak cache**: the most tokens "
-        "its cache held after a round (at most the sequence).",
+        "- **fed tokens**: the tokens the assistant's forward passes processed: the prompt, then each round the "
+        "main model's new tokens and the drafts (rejected ones included); an assistant fed the whole sequence every "
+        "round would count tens of thousands. **peak cache**: the most tokens its cache held after a round (at most "
+        "the sequence).",
         "",
         "| decoding | time (s) | tokens / s | speed-up vs greedy | rounds | fed tokens | peak cache | output = greedy |",
         "|---|---:|---:|---:|---:|---:|---:|---|",
