@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from bench_assisted_history import CACHE_KWARG, DEFAULT_OUT_DIR, TARGET, build_models
+from bench_assisted_history import CACHE_KWARG, DEFAULT_OUT_DIR, TARGET, build_models, write_section
 
 import cache_crop_fix
 import transformers
@@ -140,16 +140,7 @@ def main(argv=None) -> int:
     lines += ["", END, ""]
     section = "\n".join(lines)
 
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    report = args.out_dir / "benchmarks.md"
-    text = report.read_text(encoding="utf-8") if report.exists() else ""
-    if START in text and END in text:
-        before, rest = text.split(START, 1)
-        text = before + section + rest.split(END, 1)[1].lstrip("\n")
-    else:
-        text = text.rstrip("\n") + ("\n\n" if text else "") + section
-    report.write_text(text, encoding="utf-8")
-    print(section)
+    write_section(args.out_dir, START, END, section)
     return 0
 
 

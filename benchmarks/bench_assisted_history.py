@@ -237,6 +237,21 @@ class Run:
         return sum(length > 2 for length in self.forward_lengths[1:])
 
 
+def write_section(out_dir: Path, start: str, end: str, section: str) -> None:
+    """Writes `section` (from its `start` marker to its `end` one) into `out_dir/benchmarks.md`, in place of the one
+    between these markers, or appended if there is none; and prints it."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report = out_dir / "benchmarks.md"
+    text = report.read_text(encoding="utf-8") if report.exists() else ""
+    if start in text and end in text:
+        before, rest = text.split(start, 1)
+        text = before + section + rest.split(end, 1)[1].lstrip("\n")
+    else:
+        text = text.rstrip("\n") + ("\n\n" if text else "") + section
+    report.write_text(text, encoding="utf-8")
+    print(section)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes, one round (smoke test)")
@@ -360,16 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     lines += ["", END, ""]
     section = "\n".join(lines)
 
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    report = args.out_dir / "benchmarks.md"
-    text = report.read_text(encoding="utf-8") if report.exists() else ""
-    if START in text and END in text:
-        before, rest = text.split(START, 1)
-        text = before + section + rest.split(END, 1)[1].lstrip("\n")
-    else:
-        text = text.rstrip("\n") + ("\n\n" if text else "") + section
-    report.write_text(text, encoding="utf-8")
-    print(section)
+    write_section(args.out_dir, START, END, section)
     return 0
 
 
