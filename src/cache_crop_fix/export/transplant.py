@@ -587,7 +587,12 @@ def transplant(
             module_name,
         )
     result.source = module.code
-    top_level_functions = {node.name for node in ast.parse(result.source).body if isinstance(node, ast.FunctionDef)}
+    # A modular file may import a function that a codemod changes (see below): what it defines itself
+    modular_functions = (
+        {node.name for node in ast.parse(result.source).body if isinstance(node, ast.FunctionDef)}
+        if allow_missing_classes
+        else set()
+    )
     for label, codemod in overlay.codemods.items():
         class_name = label.rpartition(".")[0]
         if class_name and class_name not in class_indices:
@@ -595,7 +600,7 @@ def transplant(
                 result.skipped_classes.append(class_name)
                 continue
             raise TransplantError([f"class `{class_name}` is missing from the target"], module_name)
-        if not class_name and label not in top_level_functions and allow_missing_classes:
+        if not class_name and allow_missing_classes and label not in modular_functions:
             # A modular file that imports the function from another model: its generated modeling file has the copy
             result.skipped_classes.append(label)
             continue

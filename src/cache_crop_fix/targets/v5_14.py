@@ -215,8 +215,6 @@ STEPS += (
 # `python -m cache_crop_fix fingerprints`.
 # Identical in transformers 5.14.0 and 5.14.1
 FINGERPRINTS: dict[str, frozenset[str]] = {
-    "transformers.generation.candidate_generator.AssistedCandidateGenerator.__init__": frozenset({"ab8675bcf8a7b8b7"}),
-    "transformers.generation.utils.GenerationMixin._assisted_decoding": frozenset({"9475d1c4bcc049e0"}),
     "transformers.cache_utils.Cache.activate_past_recording": frozenset({"92ab199542b21909"}),
     "transformers.cache_utils.Cache.crop": frozenset({"ed59d37995911aa6"}),
     "transformers.cache_utils.Cache.update": frozenset({"679ec869a03c9450"}),
@@ -230,9 +228,11 @@ FINGERPRINTS: dict[str, frozenset[str]] = {
     "transformers.cache_utils.LinearAttentionCacheLayerMixin.crop": frozenset({"250ff98eeedf0119"}),
     "transformers.cache_utils.LinearAttentionLayer.update_conv_state": frozenset({"a3cb5a9b54326b1f"}),
     "transformers.cache_utils.LinearAttentionLayer.update_recurrent_state": frozenset({"1269b2100e6fbf2e"}),
+    "transformers.generation.candidate_generator.AssistedCandidateGenerator.__init__": frozenset({"ab8675bcf8a7b8b7"}),
     "transformers.generation.candidate_generator.AssistedCandidateGenerator._update_past_and_masks": frozenset(
         {"8fbfdda003628960"}
     ),
+    "transformers.generation.utils.GenerationMixin._assisted_decoding": frozenset({"9475d1c4bcc049e0"}),
     "transformers.models.minimax.modeling_minimax.MiniMaxCache.crop": frozenset({"0da72794b2e1ed9b"}),
     "transformers.models.minimax_m3_vl.modeling_minimax_m3_vl.MiniMaxM3VLSparseCacheLayer.crop": frozenset(
         {"dc74aa3f977f0ca4"}
