@@ -53,10 +53,11 @@ FAMILIES = ["llama", *MAIN_MODELS] if transformers.__version__.startswith("5.25"
 SECOND_MESSAGE = [[7, 11, 13]]
 
 
-def _generate(model, input_ids, cache=None, assisted=False, max_new_tokens=6, **kwargs):
+def _generate(name, input_ids, cache=None, assisted=False, max_new_tokens=6, **kwargs):
+    """Greedy decoding with the main model of family `name`, with its random (`True`) or `"shared"` assistant."""
     if assisted:
-        kwargs["assistant_model"] = _assistant(model.name, "random" if assisted is True else assisted)
-    output = model.generate(
+        kwargs["assistant_model"] = _assistant(name, "random" if assisted is True else assisted)
+    output = _main_model(name).generate(
         input_ids, cache=cache, do_sample=False, max_new_tokens=max_new_tokens, return_dict_in_generate=True, **kwargs
     )
     return output.sequences, output.cache
@@ -72,27 +73,20 @@ def _tokenizer():
     return PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="a")
 
 
-def _model(name):
-    model = _main_model(name)
-    model.name = name
-    return model
-
-
 @require_torch
 class AssistedDecodingAcrossCallsTest(TinyModelTestCase):
-    def assertCacheHolds(self, model, cache, sequences):
+    def assertCacheHolds(self, name, cache, sequences):
         """The cache equals a fresh one over every token but the last, and records nothing."""
-        self.assertEqual(_compare_caches(cache, _fresh_cache(model, sequences[:, :-1])), [])
+        self.assertEqual(_compare_caches(cache, _fresh_cache(_main_model(name), sequences[:, :-1])), [])
         self.assertFalse(any(getattr(layer, "record_past", False) for layer in cache.layers))
 
     def _second_turn(self, name, first_assisted, second_assisted):
-        model = _model(name)
-        first, cache = _generate(model, _input_ids(), assisted=first_assisted)
+        first, cache = _generate(name, _input_ids(), assisted=first_assisted)
         input_ids = torch.cat([first, torch.tensor(SECOND_MESSAGE)], dim=-1)
-        expected, _ = _generate(model, input_ids)
-        second, cache = _generate(model, input_ids, cache=cache, assisted=second_assisted)
+        expected, _ = _generate(name, input_ids)
+        second, cache = _generate(name, input_ids, cache=cache, assisted=second_assisted)
         self.assertEqual(second.tolist(), expected.tolist())
-        self.assertCacheHolds(model, cache, second)
+        self.assertCacheHolds(name, cache, second)
 
     @parameterized.expand(FAMILIES)
     def test_second_turn_with_an_assistant_continues_the_first_turns_cache(self, name):
@@ -105,52 +99,51 @@ class AssistedDecodingAcrossCallsTest(TinyModelTestCase):
     @parameterized.expand(FAMILIES)
     def test_deep_copied_prefix_cache_is_reused_twice(self, name):
         """A prefix cache is deep-copied for each of two assisted calls: each equals greedy, the prefix is unchanged."""
-        model = _model(name)
+        model = _main_model(name)
         prefix = _input_ids()
-        _, prefix_cache = _generate(model, prefix, max_new_tokens=1)
+        _, prefix_cache = _generate(name, prefix, max_new_tokens=1)
         prefix = prefix[:, : prefix_cache.get_seq_length()]
         before = _compare_caches(prefix_cache, _fresh_cache(model, prefix))
         self.assertEqual(before, [])
         for suffix in ([[5, 9]], [[21, 3, 8]]):
             input_ids = torch.cat([prefix, torch.tensor(suffix)], dim=-1)
-            expected, _ = _generate(model, input_ids)
+            expected, _ = _generate(name, input_ids)
             cache = copy.deepcopy(prefix_cache)
-            sequences, cache = _generate(model, input_ids, cache=cache, assisted=True)
+            sequences, cache = _generate(name, input_ids, cache=cache, assisted=True)
             self.assertEqual(sequences.tolist(), expected.tolist())
-            self.assertCacheHolds(model, cache, sequences)
+            self.assertCacheHolds(name, cache, sequences)
         self.assertEqual(_compare_caches(prefix_cache, _fresh_cache(model, prefix)), [])
 
     @parameterized.expand(FAMILIES)
     def test_stop_string_inside_a_draft(self, name):
         """A stop string that greedy decoding meets mid-way stops assisted decoding at the same token."""
-        model, tokenizer = _model(name), _tokenizer()
-        greedy, _ = _generate(model, _input_ids(), max_new_tokens=12)
+        tokenizer = _tokenizer()
+        greedy, _ = _generate(name, _input_ids(), max_new_tokens=12)
         stop_string = tokenizer.decode(greedy[0, _input_ids().shape[1] + 5])
-        expected, _ = _generate(model, _input_ids(), max_new_tokens=12, stop_strings=stop_string, tokenizer=tokenizer)
+        expected, _ = _generate(name, _input_ids(), max_new_tokens=12, stop_strings=stop_string, tokenizer=tokenizer)
         sequences, cache = _generate(
-            model, _input_ids(), assisted="shared", max_new_tokens=12, stop_strings=stop_string, tokenizer=tokenizer
+            name, _input_ids(), assisted="shared", max_new_tokens=12, stop_strings=stop_string, tokenizer=tokenizer
         )
         self.assertEqual(sequences.tolist(), expected.tolist())
-        self.assertCacheHolds(model, cache, sequences)
+        self.assertCacheHolds(name, cache, sequences)
 
     @parameterized.expand(FAMILIES)
     def test_end_of_sequence_or_max_new_tokens_inside_a_draft(self, name):
         """An end-of-sequence token, or `max_new_tokens`, inside a draft ends assisted decoding where greedy ends."""
-        model = _model(name)
-        greedy, _ = _generate(model, _input_ids(), max_new_tokens=12)
+        greedy, _ = _generate(name, _input_ids(), max_new_tokens=12)
         eos_token_id = int(greedy[0, _input_ids().shape[1] + 5])
         for kwargs in ({"eos_token_id": eos_token_id}, {"max_new_tokens": 6}):
             with self.subTest(**kwargs):
                 kwargs = {"max_new_tokens": 12, **kwargs}
-                expected, _ = _generate(model, _input_ids(), **kwargs)
-                sequences, cache = _generate(model, _input_ids(), assisted="shared", **kwargs)
+                expected, _ = _generate(name, _input_ids(), **kwargs)
+                sequences, cache = _generate(name, _input_ids(), assisted="shared", **kwargs)
                 self.assertEqual(sequences.tolist(), expected.tolist())
-                self.assertCacheHolds(model, cache, sequences)
+                self.assertCacheHolds(name, cache, sequences)
 
     @parameterized.expand(FAMILIES)
     def test_sampling_keeps_the_states_of_the_kept_tokens(self, name):
         """Speculative sampling: after every round, the main cache equals a fresh forward over the tokens it kept."""
-        model = _model(name)
+        model = _main_model(name)
         torch.manual_seed(0)
         with _MainCacheSpy(model, PROMPT_LENGTH) as spy:
             model.generate(_input_ids(), do_sample=True, max_new_tokens=12, assistant_model=_assistant(name, "shared"))
@@ -161,7 +154,7 @@ class AssistedDecodingAcrossCallsTest(TinyModelTestCase):
     def test_long_generation_keeps_the_states_bounded(self, name):
         """Over 1,000 new tokens, every crop brings the conv states back to their working size and empties the history
         (nothing grows with the sequence); the output equals greedy."""
-        model, widths = _model(name), []
+        widths = []
         crop = Cache.crop
 
         def measuring_crop(cache, *args, **kwargs):
@@ -171,13 +164,13 @@ class AssistedDecodingAcrossCallsTest(TinyModelTestCase):
                     history = sum(len(states) for states in layer.recurrent_states_history.values())
                     widths.append((layer.conv_states[0].shape[-1] - layer.conv_kernel_size[0], history))
 
-        expected, _ = _generate(model, _input_ids(), max_new_tokens=1024)
+        expected, _ = _generate(name, _input_ids(), max_new_tokens=1024)
         Cache.crop = measuring_crop
         try:
-            sequences, cache = _generate(model, _input_ids(), assisted="shared", max_new_tokens=1024)
+            sequences, cache = _generate(name, _input_ids(), assisted="shared", max_new_tokens=1024)
         finally:
             Cache.crop = crop
         self.assertEqual(sequences.tolist(), expected.tolist())
         self.assertGreater(len(widths), 100)
         self.assertEqual(set(widths), {(0, 0)})
-        self.assertCacheHolds(model, cache, sequences)
+        self.assertCacheHolds(name, cache, sequences)
