@@ -146,6 +146,13 @@ def test_decorators_comments_and_super_are_kept():
     assert "super(" not in source.replace("super()", "")
 
 
+def test_dropping_an_upstream_decorator_is_refused():
+    # e.g. `@force_accelerate_hooks("conv1d")` of a mixer's `forward`: the overlay must repeat upstream's decorators
+    overlay = _overlay(OVERLAY_SOURCE.replace("    @staticmethod\n    def describe", "    def describe"))
+    with pytest.raises(TransplantError, match="`ToyCache.describe` would drop the decorator\\(s\\) @staticmethod"):
+        transplant(TARGET, overlay)
+
+
 def test_changed_units_reads_one_line_class_bodies():
     # `class InklingAudioModelEmbeddings(HiggsAudioV2Embeddings): ...` (5.25's modular_inkling.py) has no indented block
     before = "class Short(Base): ...\n\n\ndef f():\n    return 1\n"

@@ -531,6 +531,10 @@ def transplant(
                 )
                 continue
             if positions:
+                problem = _decorator_change(members[positions[0]], method, label)
+                if problem:
+                    problems.append(problem)
+                    continue
                 new = _with_leading_lines(method, members[positions[0]].leading_lines)
                 members[positions[0]] = new
                 result.replaced.append(label)
@@ -556,6 +560,11 @@ def transplant(
         ):
             problems.append(f"helper `{', '.join(names)}` clashes with a different definition in the target")
             continue
+        if existing and isinstance(helper, cst.FunctionDef):
+            problem = _decorator_change(body[existing[0]], helper, ", ".join(names))
+            if problem:
+                problems.append(problem)
+                continue
         if existing:
             new = _with_leading_lines(helper, body[existing[0]].leading_lines)
             body[existing[0]] = new
@@ -614,6 +623,22 @@ def transplant(
             result.source = rewritten
             result.replaced.append(label)
     return result
+
+
+def _decorator_change(upstream: cst.FunctionDef, ours: cst.FunctionDef, label: str) -> str | None:
+    """The problem with replacing `upstream` by `ours` if that drops one of upstream's decorators (accelerate hooks,
+    deprecated keywords, `torch.no_grad`...: an overlay function repeats them), else None."""
+    our_decorators = [_code(decorator.decorator) for decorator in ours.decorators]
+    dropped = [
+        code
+        for code in (_code(decorator.decorator) for decorator in upstream.decorators)
+        if code not in our_decorators
+    ]
+    if not dropped:
+        return None
+    return (
+        f"`{label}` would drop the decorator(s) {', '.join(f'@{code}' for code in dropped)} of the upstream function"
+    )
 
 
 def _comment_lines(lines: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:

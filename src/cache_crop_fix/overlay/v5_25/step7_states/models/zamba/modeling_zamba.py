@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+# The decorators of the upstream method, kept: they run when this module is imported
+from transformers.integrations.accelerate import force_accelerate_hooks
+from transformers.utils.deprecation import deprecate_kwarg
 
 if TYPE_CHECKING:
     # Names that the upstream module binds and our method uses (at runtime it runs with its globals)
@@ -24,6 +27,8 @@ if TYPE_CHECKING:
 
 
 class ZambaMambaMixer:
+    @force_accelerate_hooks("conv1d")
+    @deprecate_kwarg("cache_params", "5.40.0", new_name="cache")
     def forward(
         self,
         hidden_states: torch.Tensor,
