@@ -177,17 +177,23 @@ def source_fingerprint(obj: object) -> str:
     return hashlib.sha256(source.encode()).hexdigest()[:16]
 
 
-def installed_fingerprints() -> dict[str, str]:
-    """The fingerprints of the installed upstream methods that the overlay replaces (to update `targets/<target>.py`)."""
-    fingerprints = {}
+def replacements() -> tuple[Patch, ...]:
+    """The patches that replace an upstream method or function (or a function's code), with the originals; imports every
+    upstream module the target changes."""
+    found = []
     for name in _overlay_modules():
         # Import first: if the fix is active, the import hook records the pristine originals in `_plans`
         importlib.import_module(_upstream_name(name))
         patches = _plans.get(name) or tuple(_plan(name))
-        for patch in patches:
-            if isinstance(patch.owner, (type, types.FunctionType)) and not patch.is_addition:
-                fingerprints[patch.qualname] = source_fingerprint(patch.original)
-    return fingerprints
+        found.extend(
+            patch for patch in patches if isinstance(patch.owner, (type, types.FunctionType)) and not patch.is_addition
+        )
+    return tuple(found)
+
+
+def installed_fingerprints() -> dict[str, str]:
+    """The fingerprints of the installed upstream methods that the overlay replaces (to update `targets/<target>.py`)."""
+    return {patch.qualname: source_fingerprint(patch.original) for patch in replacements()}
 
 
 def _check_version() -> Target:

@@ -6,6 +6,7 @@
 # installs them on the upstream classes at runtime and the exporter transplants them into upstream's file, so this
 # file is written to read right inside `transformers/cache_utils.py`. The classes here are never instantiated.
 
+import operator
 import warnings
 from typing import TYPE_CHECKING
 
@@ -25,9 +26,9 @@ def _get_crop_length(max_length: int, seq_length: int) -> int:
     Returns how many of the `seq_length` cached tokens `crop(max_length)` keeps: a negative `max_length` removes that
     many trailing tokens (at most all of them), a non-negative one is an absolute target length.
     """
-    if max_length < 0:
-        return max(seq_length + max_length, 0)
-    return min(max_length, seq_length)
+    new_length = max(seq_length + max_length, 0) if max_length < 0 else min(max_length, seq_length)
+    # An int whatever the argument (a numpy integer, a 0-d tensor, a bool), so that the layers' counters stay ints
+    return operator.index(new_length)
 
 
 class CacheLayerMixin:

@@ -155,6 +155,9 @@ class LinearAttentionCacheLayerMixin:
         changes, if the states cannot be put back exactly. After a crop, the states are back to their minimal working size:
         the conv states to `conv_kernel_size`, and the history is emptied, so another partial crop needs another update first.
         """
+        if type(tokens_to_remove) is not int:
+            # A numpy integer or a 0-d tensor, from a direct call: the counters stay ints
+            tokens_to_remove = operator.index(tokens_to_remove)
         self._check_crop(tokens_to_remove)
         num_tokens = self._num_tokens() if tokens_to_remove else self.num_tokens_linear
         tokens_to_remove = min(-tokens_to_remove, num_tokens)

@@ -49,12 +49,13 @@ class DynamicSlidingWindowLayer:
         necessarily always be a no-op, as it may still remove useless states (i.e. states that are not needed for the next `forward`).
         Removing more tokens than the layer holds empties it, and a crop that needs tokens the window dropped raises.
         """
-        # Nothing to do if the layer is not initialized (can happen with KV sharing, or after a `reset`)
-        if not self.is_initialized:
-            return
         if type(tokens_to_remove) is not int:
             # A numpy integer or a 0-d tensor, from a direct call: `cumulative_length` stays an int
             tokens_to_remove = operator.index(tokens_to_remove)
+        # Nothing to remove if the layer is not initialized (can happen with KV sharing, or after a `reset`); a positive
+        # value still raises
+        if not self.is_initialized:
+            return super().crop(tokens_to_remove)
         if tokens_to_remove < 0:
             # Clamp the removal to the tokens seen, so that `cumulative_length` never goes negative
             tokens_to_remove = max(tokens_to_remove, -self.cumulative_length)
