@@ -58,14 +58,16 @@ def _attention(cls: type, length: int, record: bool, **kwargs) -> Callable[[], o
     return build
 
 
-def _linear(cls: type, length: int, record: bool) -> Callable[[], object]:
+def _linear(cls: type, length: int, record: bool, states: int = 1) -> Callable[[], object]:
     def build():
         layer = cls()
         if record:
-            layer.activate_past_recording()
+            kwargs = {"recurrent_states_to_keep": states} if states > 1 else {}
+            layer.activate_past_recording(**kwargs)
         if length:
             layer.update_conv_state(torch.ones(1, 2, length, dtype=torch.float64), conv_kernel_size=2)
-            layer.update_recurrent_state(torch.ones(1, 2, dtype=torch.float64))
+            recurrent = [torch.full((1, 2), float(i), dtype=torch.float64) for i in range(states)]
+            layer.update_recurrent_state(recurrent if states > 1 else recurrent[0])
         return layer
 
     return build
@@ -104,6 +106,9 @@ def layers() -> Iterator[Layer]:
             for record in (False, True):
                 label = f"LinearAttentionLayer, {state}, {'recording' if record else 'not recording'}"
                 yield Layer(label, _linear(cls, length, record))
+        if _takes(cls.activate_past_recording, "recurrent_states_to_keep"):
+            # 5.25: the states after each of the last 2 tokens handed over, so that a crop can restore one
+            yield Layer("LinearAttentionLayer, 3 tokens, recording 2 states", _linear(cls, 3, True, states=2))
 
 
 def _counter_types(layer: object) -> dict[str, str]:
@@ -124,7 +129,7 @@ def crop_outcome(layer: Layer, argument: str) -> str:
         warnings.simplefilter("ignore")
         try:
             built.crop(ARGUMENTS[argument]())
-        except Exception as error:  # noqa: BLE001: the exception type is what is compared
+        except Exception as error:  # the exception type is what is compared
             return type(error).__name__
     after = _counter_types(built)
     changed = {name: kind for name, kind in after.items() if before.get(name) != kind}
