@@ -74,7 +74,7 @@ test: lint
 	$(MAKE) --no-print-directory test-default-kernels
 
 # The project tests that hold for both targets (each skips what is specific to the other one)
-BOTH_TARGETS_TESTS := tests/test_audit.py tests/test_compile.py tests/test_pr_texts.py tests/test_crop_arguments.py tests/test_kept_crops.py $(NUMERIC_TESTS) tests/test_generation_history.py tests/test_stateful_history.py tests/test_syncs.py
+BOTH_TARGETS_TESTS := tests/test_audit.py tests/test_stock_parity.py tests/test_compile.py tests/test_pr_texts.py tests/test_crop_arguments.py tests/test_kept_crops.py $(NUMERIC_TESTS) tests/test_generation_history.py tests/test_stateful_history.py tests/test_syncs.py
 
 # The 5.24 backport: its upstream-style tests with the fix applied to transformers 5.24, and the project tests that
 # hold for both targets
@@ -87,7 +87,7 @@ V5_25_TESTS := tests/v5_25 tests/test_generation_main_hybrid.py tests/test_gener
   tests/test_generation_drafter_caches.py
 # The calls users make (issue 39): once, on this CPU's kernels (their comparisons are those of the sweeps above)
 test-v5_25: $(STAMP_25)
-	$(PY_25) -m pytest -n auto --dist loadfile $(V5_25_TESTS) tests/test_generation_user_patterns.py tests/test_audit.py tests/test_syncs.py tests/test_compile.py tests/test_pr_texts.py tests/test_crop_arguments.py \
+	$(PY_25) -m pytest -n auto --dist loadfile $(V5_25_TESTS) tests/test_generation_user_patterns.py tests/test_audit.py tests/test_stock_parity.py tests/test_syncs.py tests/test_compile.py tests/test_pr_texts.py tests/test_crop_arguments.py \
 	  tests/test_kept_crops.py tests/test_kept_attention_crops.py tests/test_kept_linear_attention.py
 	ATEN_CPU_CAPABILITY=default $(PY_25) -m pytest -q $(V5_25_TESTS)
 
