@@ -38,7 +38,12 @@ if is_torch_available():
         Qwen3NextConfig,
         Qwen3NextForCausalLM,
     )
-    from transformers.generation.candidate_generator import MTPCandidateGenerator, PromptLookupCandidateGenerator
+    from transformers.cache_utils import MtpCache
+    from transformers.generation.candidate_generator import (
+        DFlashTokenCandidateGenerator,
+        MTPCandidateGenerator,
+        PromptLookupCandidateGenerator,
+    )
     from transformers.modeling_layers import MtpModel
 
 
@@ -72,23 +77,54 @@ class PromptLookupCandidateGeneratorTest(unittest.TestCase):
         self.assertEqual(prompt_lookup.tolist(), greedy.tolist())
 
 
+def _record_rounds(generator_cls, generate, record):
+    """`record(generator, input_ids, candidate_ids, candidate_logits)` after each drafting round of `generate()`."""
+    rounds = []
+    get_candidates = generator_cls.get_candidates
+
+    def recording_get_candidates(self, input_ids, **kwargs):
+        candidate_ids, candidate_logits = get_candidates(self, input_ids, **kwargs)
+        if not kwargs["is_first_iteration"]:  # the first call only lets the main model encode the prompt
+            rounds.append(record(self, input_ids, candidate_ids, candidate_logits))
+        return candidate_ids, candidate_logits
+
+    with mock.patch.object(generator_cls, "get_candidates", recording_get_candidates):
+        generate()
+    return rounds
+
+
+def _drafts_per_round(generator_cls, generate):
+    """The (sequence length, drafts, draft logits) of each drafting round of `generate()` with `generator_cls`."""
+
+    def record(generator, input_ids, candidate_ids, candidate_logits):
+        num_logits = 0 if candidate_logits is None else candidate_logits.shape[1]
+        return input_ids.shape[1], candidate_ids.shape[1] - input_ids.shape[1], num_logits
+
+    return _record_rounds(generator_cls, generate, record)
+
+
+def _qwen3_next_and_dflash_drafter(block_size=4):
+    """A tiny hybrid main model and a DFlash drafter of `block_size` (it drafts `block_size - 1` tokens a round)."""
+    torch.manual_seed(0)
+    common = {"vocab_size": 64, "hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 4}
+    linear = {"linear_num_value_heads": 2, "linear_num_key_heads": 2, "linear_key_head_dim": 8}
+    config = Qwen3NextConfig(
+        **common, **linear, linear_value_head_dim=8, num_hidden_layers=2, num_key_value_heads=2, head_dim=8,
+        num_experts=0, layer_types=["linear_attention", "full_attention"],
+    )  # fmt: skip
+    model = Qwen3NextForCausalLM(config).to(torch_device, torch.float64).eval()
+    drafter_config = MuseGlimmerAssistantConfig(
+        **common, num_hidden_layers=1, num_key_value_heads=2, head_dim=8, block_size=block_size, mask_token_id=63,
+        target_layer_ids=[0, 1],
+    )  # fmt: skip
+    return model, MuseGlimmerAssistantModel(drafter_config).to(torch_device, torch.float64).eval()
+
+
 @require_torch
 class DFlashStaticCacheTest(unittest.TestCase):
     def test_dflash_with_a_static_cache_matches_greedy(self):
         """The default static cache holds `max_length - 1` tokens: DFlash drafts no more than fit before its end."""
-        torch.manual_seed(0)
-        common = {"vocab_size": 64, "hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 4}
-        linear = {"linear_num_value_heads": 2, "linear_num_key_heads": 2, "linear_key_head_dim": 8}
-        config = Qwen3NextConfig(
-            **common, **linear, linear_value_head_dim=8, num_hidden_layers=2, num_key_value_heads=2, head_dim=8,
-            num_experts=0, layer_types=["linear_attention", "full_attention"],
-        )  # fmt: skip
-        model = Qwen3NextForCausalLM(config).to(torch_device, torch.float64).eval()
-        drafter_config = MuseGlimmerAssistantConfig(
-            **common, num_hidden_layers=1, num_key_value_heads=2, head_dim=8, block_size=4, mask_token_id=63,
-            target_layer_ids=[0, 1],
-        )  # fmt: skip
-        drafter = MuseGlimmerAssistantModel(drafter_config).to(torch_device, torch.float64).eval()
+        model, drafter = _qwen3_next_and_dflash_drafter()
         input_ids = torch.arange(1, 8, device=torch_device)[None]
         inputs = {"input_ids": input_ids, "max_new_tokens": 14, "do_sample": False, "cache_implementation": "static"}
 
@@ -96,6 +132,18 @@ class DFlashStaticCacheTest(unittest.TestCase):
         dflash = model.generate(**inputs, assistant_model=drafter, speculation_type="dflash")
 
         self.assertEqual(dflash.tolist(), greedy.tolist())
+
+    def test_dflash_drafts_what_fits_before_max_length(self):
+        """DFlash drafts `block_size - 1` tokens a round, and near `max_length` only those that fit before it."""
+        model, drafter = _qwen3_next_and_dflash_drafter(block_size=4)
+        input_ids = torch.arange(1, 8, device=torch_device)[None]
+        kwargs = {"assistant_model": drafter, "speculation_type": "dflash", "do_sample": False, "max_length": 21}
+
+        rounds = _drafts_per_round(DFlashTokenCandidateGenerator, lambda: model.generate(input_ids, **kwargs))
+
+        # Each round: as many drafts as draft logits, `block_size - 1` or `max_length - length - 1`, whichever is less
+        self.assertEqual(rounds, [(length, min(3, 20 - length), min(3, 20 - length)) for length, _, _ in rounds])
+        self.assertIn(2, [drafts for _, drafts, _ in rounds])  # a round cut by `max_length`
 
 
 def _inkling_with_mtp_layers(checkpoint, num_mtp_layers=1):
@@ -121,19 +169,24 @@ def _inkling_with_mtp_layers(checkpoint, num_mtp_layers=1):
     ).eval()
 
 
+def _bailing_hybrid_config(layer_types, mtp_layer_types, **kwargs):
+    """A tiny Bailing-hybrid config with MTP layers of `mtp_layer_types` (routed experts)."""
+    return BailingHybridConfig(
+        vocab_size=64, hidden_size=32, intermediate_size=64, moe_intermediate_size=16, num_hidden_layers=2,
+        layer_types=layer_types, num_attention_heads=4, num_key_value_heads=4, head_dim=8, kv_lora_rank=16,
+        q_lora_rank=None, qk_rope_head_dim=8, v_head_dim=8, qk_nope_head_dim=8, n_group=1, topk_group=1,
+        num_experts_per_tok=2, num_local_experts=4, first_k_dense_replace=1, num_mtp_layers=len(mtp_layer_types),
+        mtp_layer_types=mtp_layer_types, mtp_mlp_layer_types=["sparse"] * len(mtp_layer_types), bos_token_id=None,
+        eos_token_id=None, pad_token_id=None, **kwargs,
+    )  # fmt: skip
+
+
 def _bailing_hybrid_with_mtp_layers(checkpoint, layer_types, mtp_layer_types):
     """A tiny Bailing-hybrid loaded from a checkpoint, saved in `checkpoint`, that has the weights of its MTP layers
     (after the decoder layers, their decoder blocks' weights unnested, as in Bailing-hybrid's checkpoints)."""
     torch.manual_seed(0)
     num_mtp_layers = len(mtp_layer_types)
-    config = BailingHybridConfig(
-        vocab_size=64, hidden_size=32, intermediate_size=64, moe_intermediate_size=16, num_hidden_layers=2,
-        layer_types=layer_types, num_attention_heads=4, num_key_value_heads=4, head_dim=8, kv_lora_rank=16,
-        q_lora_rank=None, qk_rope_head_dim=8, v_head_dim=8, qk_nope_head_dim=8, n_group=1, topk_group=1,
-        num_experts_per_tok=2, num_local_experts=4, first_k_dense_replace=1, num_mtp_layers=num_mtp_layers,
-        mtp_layer_types=mtp_layer_types, mtp_mlp_layer_types=["sparse"] * num_mtp_layers, bos_token_id=None,
-        eos_token_id=None, pad_token_id=None,
-    )  # fmt: skip
+    config = _bailing_hybrid_config(layer_types, mtp_layer_types)
     model = BailingHybridForCausalLM(config).to(torch.float64)
     mtp_model = MtpModel(model, num_mtp_layers).to(torch.float64)
     for module in mtp_model.modules():
@@ -163,6 +216,18 @@ class MTPCandidateGeneratorStaticCacheTest(unittest.TestCase):
             )
         self.assertEqual(mtp.tolist(), model.generate(input_ids, do_sample=False, max_new_tokens=12).tolist())
 
+    def test_mtp_drafts_what_fits_before_max_length(self):
+        """MTP drafts one token per MTP layer a round, and near `max_length` only those that fit before it."""
+        input_ids = torch.tensor([[1, 5, 2, 3, 7]])
+        with tempfile.TemporaryDirectory() as checkpoint:  # the MTP layers are loaded from the checkpoint
+            model = _inkling_with_mtp_layers(checkpoint, num_mtp_layers=2)
+            kwargs = {"use_mtp": True, "do_sample": False, "max_length": 16}
+            rounds = _drafts_per_round(MTPCandidateGenerator, lambda: model.generate(input_ids, **kwargs))
+
+        # Each round: as many drafts as draft logits, `num_mtp_layers` or `max_length - length - 1`, whichever is less
+        self.assertEqual(rounds, [(length, min(2, 15 - length), min(2, 15 - length)) for length, _, _ in rounds])
+        self.assertIn(1, [drafts for _, drafts, _ in rounds])  # a round cut by `max_length`
+
 
 @require_torch
 class MTPCandidateGeneratorShortPromptTest(unittest.TestCase):
@@ -171,6 +236,16 @@ class MTPCandidateGeneratorShortPromptTest(unittest.TestCase):
         input_ids = torch.tensor([[5]])
         with tempfile.TemporaryDirectory() as checkpoint:  # the MTP layers are loaded from the checkpoint
             model = _inkling_with_mtp_layers(checkpoint, num_mtp_layers=2)
+            mtp = model.generate(input_ids, use_mtp=True, do_sample=False, max_new_tokens=10)
+        self.assertEqual(mtp.tolist(), model.generate(input_ids, do_sample=False, max_new_tokens=10).tolist())
+
+    def test_mtp_attention_layers_after_a_prompt_shorter_than_them(self):
+        """Two MTP layers of MLA attention (rotary) after a one-token prompt re-feed the positions of the re-fed tokens."""
+        input_ids = torch.tensor([[5]])
+        with tempfile.TemporaryDirectory() as checkpoint:  # the MTP layers are loaded from the checkpoint
+            model = _bailing_hybrid_with_mtp_layers(
+                checkpoint, ["linear_attention", "full_attention"], ["full_attention"] * 2
+            )
             mtp = model.generate(input_ids, use_mtp=True, do_sample=False, max_new_tokens=10)
         self.assertEqual(mtp.tolist(), model.generate(input_ids, do_sample=False, max_new_tokens=10).tolist())
 
@@ -199,6 +274,24 @@ class MTPCandidateGeneratorCacheSizeTest(unittest.TestCase):
                 max_size = layer.conv_kernel_size[state_idx] + model.config.num_mtp_layers + 1
                 self.assertLessEqual(layer.conv_states[state_idx].shape[-1], max_size)
 
+    def test_mtp_cache_holds_the_tokens_its_layer_saw(self):
+        """With one MTP layer, each round leaves the MTP cache with the tokens it saw, its conv states at working size."""
+
+        def record(generator, input_ids, candidate_ids, candidate_logits):
+            layer = generator.mtp_cache.layers[0]
+            extra_columns = layer.conv_states[0].shape[-1] - layer.conv_kernel_size[0]
+            return input_ids.shape[1], generator.mtp_cache.get_seq_length(), extra_columns
+
+        input_ids = torch.tensor([[1, 5, 2, 3, 7]])
+        with tempfile.TemporaryDirectory() as checkpoint:  # the MTP layers are loaded from the checkpoint
+            model = _inkling_with_mtp_layers(checkpoint)
+            kwargs = {"use_mtp": True, "do_sample": False, "max_new_tokens": 10}
+            rounds = _record_rounds(MTPCandidateGenerator, lambda: model.generate(input_ids, **kwargs), record)
+
+        # The MTP layer saw every token but the first; its conv states keep the columns of the last round's token only
+        # (this tiny model's drafts are all rejected)
+        self.assertEqual(rounds, [(length, length - 1, 1) for length, _, _ in rounds])
+
 
 @require_torch
 class MTPLinearAttentionLayersTest(unittest.TestCase):
@@ -211,3 +304,20 @@ class MTPLinearAttentionLayersTest(unittest.TestCase):
             )
             mtp = model.generate(input_ids, use_mtp=True, do_sample=False, max_new_tokens=16)
         self.assertEqual(mtp.tolist(), model.generate(input_ids, do_sample=False, max_new_tokens=16).tolist())
+
+    def test_mtp_layer_of_attention_keeps_its_causal_mask(self):
+        """The masks of an MTP layer of attention keep its causal mask (only linear attention ones have none)."""
+        config = _bailing_hybrid_config(
+            ["linear_attention", "full_attention"], ["full_attention"], attn_implementation="eager"
+        )
+        mtp_model = MtpModel(BailingHybridForCausalLM(config), num_mtp_layers=1)
+        inputs_embeds, position_ids = torch.zeros(1, 3, config.hidden_size), torch.arange(3)[None]
+
+        masks = mtp_model.create_masks_for_mtp_layer(
+            0, inputs_embeds, MtpCache(config=config.get_mtp_config()), position_ids
+        )
+
+        # Each of the 3 tokens sees itself and the ones before it
+        causal = torch.ones(3, 3, dtype=torch.bool).tril()[None, None]
+        self.assertIsNotNone(masks["attention_mask"])
+        self.assertTrue(torch.equal(masks["attention_mask"] == 0, causal))

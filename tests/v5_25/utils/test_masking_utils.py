@@ -21,7 +21,7 @@ from transformers.testing_utils import require_torch
 if is_torch_available():
     import torch
 
-    from transformers import Qwen3NextConfig, StaticCache
+    from transformers import DynamicCache, EncoderDecoderCache, Qwen3NextConfig, StaticCache, WhisperConfig
     from transformers.masking_utils import create_causal_mask
 
 
@@ -45,6 +45,26 @@ class StaticCacheRecordingMaskTest(unittest.TestCase):
             inputs_embeds=torch.empty((1, 1, 0)),
             attention_mask=None,  # `generate` drops an all-ones 2D mask: only the causal mask hides the empty slots
             cache=cache,
+            position_ids=torch.tensor([[3]]),
+        )
+
+        # The 4th token sees the 3 cached ones and itself, not the 4 slots not written yet
+        expected_mask = torch.tensor([[[[True, True, True, True, False, False, False, False]]]])
+        self.assertIsNotNone(causal_mask)
+        self.assertTrue(torch.equal(causal_mask, expected_mask))
+
+    def test_single_token_over_an_encoder_decoder_cache_with_static_self_attention_is_masked(self):
+        """One decoder token over an `EncoderDecoderCache` whose self-attention part is static masks its empty slots."""
+        config = WhisperConfig(d_model=32, decoder_layers=1, decoder_attention_heads=2, attn_implementation="sdpa")
+        cache = EncoderDecoderCache(StaticCache(config=config, max_cache_len=8), DynamicCache(config=config))
+        key_states = torch.rand(1, config.decoder_attention_heads, 3, 16)
+        cache.self_attention_cache.update(key_states, key_states, layer_idx=0)
+
+        causal_mask = create_causal_mask(
+            config=config,
+            inputs_embeds=torch.empty((1, 1, 0)),
+            attention_mask=None,
+            cache=cache,  # as Whisper's decoder passes it
             position_ids=torch.tensor([[3]]),
         )
 

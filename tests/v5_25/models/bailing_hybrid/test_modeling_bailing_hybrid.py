@@ -14,6 +14,8 @@
 
 import unittest
 
+from parameterized import parameterized
+
 from transformers import BailingHybridConfig, is_torch_available
 from transformers.testing_utils import require_torch
 
@@ -52,3 +54,11 @@ class BailingHybridMtpConfigTest(unittest.TestCase):
         mtp_config = config.get_mtp_config()
         self.assertEqual(mtp_config.layer_types, ["linear_attention"])
         self.assertEqual(mtp_config.mlp_layer_types, ["dense"])
+
+    @parameterized.expand([(1,), (3,)])
+    def test_mtp_layer_types_default_to_one_per_mtp_layer(self, num_mtp_layers):
+        """Without MTP layer types, the config names one MLA attention and routed-experts layer per MTP layer."""
+        mtp_config = _tiny_config(num_mtp_layers=num_mtp_layers).get_mtp_config()
+
+        self.assertEqual(mtp_config.layer_types, ["full_attention"] * num_mtp_layers)
+        self.assertEqual(mtp_config.mlp_layer_types, ["sparse"] * num_mtp_layers)

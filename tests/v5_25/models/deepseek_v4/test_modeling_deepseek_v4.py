@@ -25,6 +25,7 @@ if is_torch_available():
     import torch
 
     from transformers import DeepseekV4Config, DeepseekV4ForCausalLM, LlamaConfig, LlamaForCausalLM
+    from transformers.cache_utils import Cache, DynamicLayer
     from transformers.generation.candidate_generator import AssistedCandidateGenerator
     from transformers.models.deepseek_v4.modeling_deepseek_v4 import DeepseekV4CSACache, DeepseekV4HCACache
 
@@ -57,6 +58,17 @@ class DeepseekV4CacheCropTest(unittest.TestCase):
         self.assertEqual((layer.get_seq_length(), layer.buffer_kv["compressor"].shape[1]), (3, buffered))
         layer.crop(-5)
         self.assertEqual((layer.get_seq_length(), layer.buffer_kv["compressor"]), (0, None))
+
+    @parameterized.expand([(DeepseekV4HCACache,), (DeepseekV4CSACache,)])
+    def test_refused_cache_crop_changes_no_layer(self, cache_class):
+        """`Cache.crop` refuses before cropping any layer, the `DynamicLayer` before the compressed one included."""
+        dynamic_layer, layer = DynamicLayer(), _filled(cache_class)
+        states = torch.ones(1, 1, 3, 1, dtype=torch.float64)
+        dynamic_layer.update(states, states)
+        cache = Cache(layers=[dynamic_layer, layer])
+        with self.assertRaisesRegex(ValueError, "compressor states cannot be rolled back"):
+            cache.crop(-1)
+        self.assertEqual((dynamic_layer.get_seq_length(), layer.get_seq_length()), (3, 3))
 
     def test_full_rollback_clears_the_overlap_states(self):
         """CSA keeps the last window's states to overlap the next compressed one: a full rollback forgets them."""

@@ -24,7 +24,7 @@ from transformers.testing_utils import require_torch
 if is_torch_available():
     import torch
 
-    from transformers.cache_utils import Cache
+    from transformers.cache_utils import Cache, DynamicLayer
     from transformers.models.unlimited_ocr.modeling_unlimited_ocr import (
         UnlimitedOcrDynamicReferenceSlidingWindowLayer,
         UnlimitedOcrStaticReferenceSlidingWindowLayer,
@@ -33,6 +33,12 @@ if is_torch_available():
 
 def _tokens(start, length):
     return torch.arange(start + 1, start + length + 1, dtype=torch.float64).view(1, 1, length, 1)
+
+
+def _update_both(cache, start, length):
+    """The same tokens to both layers of `cache` (a `DynamicLayer`, then an UnlimitedOcr layer)."""
+    for layer_idx in range(2):
+        cache.update(_tokens(start, length), _tokens(start, length), layer_idx)
 
 
 @require_torch
@@ -84,6 +90,17 @@ class UnlimitedOcrStaticRefusedCropTest(unittest.TestCase):
         self.assertEqual((layer.keys.count_nonzero().item(), layer.values.count_nonzero().item()), (0, 0))
         self.assertEqual(layer.prefill_keys[0, 0, :, 0].tolist(), [1.0, 2.0])
 
+    def test_refused_cache_crop_changes_no_layer(self):
+        """`Cache.crop` refuses before cropping any layer, the `DynamicLayer` before the wrapped window included."""
+        layer = UnlimitedOcrStaticReferenceSlidingWindowLayer(max_cache_len=6, sliding_window=4)
+        layer.set_prefill_length(2)
+        cache = Cache(layers=[DynamicLayer(), layer])
+        for position in range(8):
+            _update_both(cache, position, 1)
+        with self.assertRaisesRegex(ValueError, "wrapped around"):
+            cache.crop(-1)
+        self.assertEqual([layer.get_seq_length() for layer in cache.layers], [8, 8])
+
 
 @require_torch
 class UnlimitedOcrDynamicCropCheckTest(unittest.TestCase):
@@ -96,3 +113,15 @@ class UnlimitedOcrDynamicCropCheckTest(unittest.TestCase):
         cache.crop(-1)
         keys, _ = cache.update(_tokens(10, 1), _tokens(10, 1), 0)
         self.assertEqual(keys[0, 0, :, 0].tolist(), [1.0, 2.0, 3.0, 4.0, 11.0])
+
+    def test_refused_cache_crop_changes_no_layer(self):
+        """`Cache.crop` refuses before cropping any layer, the `DynamicLayer` before the trimmed window included."""
+        cache = Cache(layers=[DynamicLayer(), UnlimitedOcrDynamicReferenceSlidingWindowLayer(sliding_window=3)])
+        _update_both(cache, 0, 2)  # the prefill (reference) tokens
+        cache.activate_past_recording()  # as `generate` sets up an assistant's cache
+        for position in range(2, 6):
+            _update_both(cache, position, 1)
+        cache.crop(0)  # `generate`, after every forward: the window keeps its last 2 tokens
+        with self.assertRaisesRegex(ValueError, "would need tokens it dropped"):
+            cache.crop(-1)
+        self.assertEqual([layer.get_seq_length() for layer in cache.layers], [6, 6])

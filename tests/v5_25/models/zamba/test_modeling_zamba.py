@@ -71,3 +71,34 @@ class ZambaRecurrentStatesRollbackTest(unittest.TestCase):
                     torch.testing.assert_close(
                         cache.get_recurrent_state(layer_idx), expected.get_recurrent_state(layer_idx)
                     )
+
+    def test_single_token_forwards_match_one_forward(self):
+        """Single-token forwards continue the cached SSM state of every head, as one forward over the tokens does."""
+        model = self._model()
+        input_ids = torch.randint(0, model.config.vocab_size, (1, 10))
+        with torch.no_grad():
+            expected = DynamicCache(config=model.config)
+            expected_logits = model(input_ids, cache=expected).logits
+            cache = DynamicCache(config=model.config)
+            logits = [model(input_ids[:, :6], cache=cache).logits]
+            logits += [model(input_ids[:, i : i + 1], cache=cache).logits for i in range(6, 10)]
+        torch.testing.assert_close(torch.cat(logits, dim=1), expected_logits)
+        for layer_idx in range(model.config.num_hidden_layers):
+            torch.testing.assert_close(cache.get_recurrent_state(layer_idx), expected.get_recurrent_state(layer_idx))
+
+    def test_crop_after_recorded_single_token_forwards_restores_the_kept_tokens_states(self):
+        """A recording cache gets the state after a single-token forward too, so that `crop` can remove that token."""
+        model = self._model()
+        input_ids = torch.randint(0, model.config.vocab_size, (1, 8))
+        with torch.no_grad():
+            cache = DynamicCache(config=model.config)
+            model(input_ids[:, :6], cache=cache)
+            cache.activate_past_recording(recurrent_states_to_keep=2)  # as assisted decoding does
+            model(input_ids[:, 6:7], cache=cache)
+            model(input_ids[:, 7:8], cache=cache)
+            cache.crop(-1)
+            expected = DynamicCache(config=model.config)
+            model(input_ids[:, :7], cache=expected)
+        for layer_idx in range(model.config.num_hidden_layers):
+            torch.testing.assert_close(cache.get_conv_state(layer_idx), expected.get_conv_state(layer_idx))
+            torch.testing.assert_close(cache.get_recurrent_state(layer_idx), expected.get_recurrent_state(layer_idx))
