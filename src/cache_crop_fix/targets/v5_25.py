@@ -703,7 +703,7 @@ STEPS = (
     Step(
         "step19_deepseek",
         "19-fork-deepseek",
-        "Refuse partial `crop` on DeepSeek-V4's compressed-attention caches, and empty them as assistant caches",
+        "Refuse partial `crop` on DeepSeek-V4's compressed-attention caches, and assistants whose cache cannot be cropped",
         tests=("DeepseekV4CacheCropTest",),
         summary=(
             "`DeepseekV4HCACache` and `DeepseekV4CSACache` say they cannot be cropped (`is_croppable = False`), but "
@@ -712,12 +712,14 @@ STEPS = (
             "every round (5.25.0 then fails with a `RuntimeError`).\n\n"
             + DEEPSEEK_REPRODUCTION
             + "\n\nA partial crop now raises a `ValueError` before anything changes, removing every token resets the "
-            "layer (it emptied only the window), and the candidate generator empties an assistant cache that cannot be "
-            "cropped, so that the assistant encodes the sequence again (a one-statement change of `get_candidates`)."
+            "layer (it emptied only the window), and assisted decoding refuses an assistant whose cache cannot be cropped "
+            "once its cache exists (after its first drafts, before the main model verifies them), as it refuses such a "
+            "main model (a one-statement change of `get_candidates`)."
         ),
         behaviour_changes=(
-            "Partial crops of DeepSeek-V4's caches raise; full rollbacks reset them. A DeepSeek-V4 assistant encodes "
-            "the sequence again every round (it failed at the first).",
+            "Partial crops of DeepSeek-V4's caches raise; full rollbacks reset them. Assisted decoding with an "
+            "assistant whose cache cannot be cropped (DeepSeek-V4) raises a `ValueError` after its first drafts (it "
+            "failed with a `RuntimeError` in the second round).",
         ),
         kind="fork",
     ),
