@@ -25,6 +25,8 @@ from transformers.testing_utils import require_optimum_quanto, require_torch
 
 if is_torch_available():
     import torch
+    from torch._dynamo.testing import CompileCounter
+    from torch.utils._python_dispatch import TorchDispatchMode
 
     from transformers import (
         LlamaConfig,
@@ -58,6 +60,42 @@ if is_torch_available():
 def _tokens(start, length):
     """Key/value states of `length` tokens, token `p` holding the value `p + 1`."""
     return torch.arange(start + 1, start + length + 1, dtype=torch.float64).view(1, 1, length, 1)
+
+
+def _dispatched_ops(function):
+    """The aten ops `function` dispatches: the kernels it launches, and its host syncs (`aten._local_scalar_dense`)."""
+    ops = []
+
+    class RecordOps(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            ops.append(func)
+            return func(*args, **(kwargs or {}))
+
+    with RecordOps():
+        function()
+    return ops
+
+
+def _host_syncs(function):
+    """How many times `function` reads a device tensor on the host: `int(t)`, `t.item()` and `bool(t)` dispatch
+    `aten._local_scalar_dense` (what waits for an accelerator), `t.tolist()` dispatches nothing on CPU."""
+    tolist, reads = torch.Tensor.tolist, []
+
+    def counted_tolist(tensor):
+        reads.append(tensor)
+        return tolist(tensor)
+
+    with mock.patch.object(torch.Tensor, "tolist", counted_tolist):
+        ops = _dispatched_ops(function)
+    return ops.count(torch.ops.aten._local_scalar_dense.default) + len(reads)
+
+
+def _compiled(function):
+    """`function` compiled in one graph (reading a device tensor on the host breaks it), and its frame counter: dynamo
+    guards on the Python attributes it reads, so one that moved between calls compiles another frame."""
+    torch._dynamo.reset()
+    counter = CompileCounter()
+    return torch.compile(function, backend=counter, fullgraph=True), counter
 
 
 CLAMP_LAYERS = {
@@ -101,6 +139,32 @@ def _assert_crop_is_clamped(test, name, removal):
         test.assertEqual(indexer_keys[0, : kept + 2, 0].tolist(), [1.0, 2.0, 3.0][:kept] + [11.0, 12.0])
 
 
+STATIC_LAYERS = ("static", "static_sliding", "static_indexed")
+# The static buffers and counters, at static addresses (`torch._dynamo.mark_static_address`)
+STATIC_TENSORS = ("keys", "values", "cumulative_length", "indexer_keys", "indexer_cumulative_length")
+
+
+def _update_static_layer(layer, states):
+    """A forward over a static layer: its keys and values, and its indexer's keys if it has one."""
+    layer.update(states, states)
+    if isinstance(layer, StaticIndexedLayer):
+        layer.update_indexer(states.view(1, -1, 1))
+
+
+def _static_layer_of_3_tokens(name):
+    layer = CLAMP_LAYERS[name]()
+    _update_static_layer(layer, _tokens(0, 3))
+    if isinstance(layer, StaticIndexedLayer):
+        layer.indexer_position_ids = torch.arange(3).view(1, 1, 3)  # as Qwen4-Exp keeps them
+    return layer
+
+
+def _update_and_crop(layer, states):
+    _update_static_layer(layer, states)
+    layer.crop(-1)
+    layer.crop(0)
+
+
 @require_torch
 class CropClampTest(unittest.TestCase):
     @parameterized.expand([("static",), ("static_sliding",), ("static_indexed",)])
@@ -128,6 +192,62 @@ class CropClampTest(unittest.TestCase):
         layer.crop(-20)
         keys, _ = layer.update(_tokens(10, 2), _tokens(10, 2))
         self.assertEqual((layer.get_seq_length(), keys[0, 0, :, 0].tolist()), (2, [11.0, 12.0]))
+
+    @parameterized.expand([(name,) for name in STATIC_LAYERS])
+    def test_crop_0_of_a_static_layer_dispatches_no_op(self, name):
+        """`generate` calls `crop(0)` after every forward: a static layer launches no kernel for it."""
+        layer = _static_layer_of_3_tokens(name)
+        self.assertEqual(_dispatched_ops(lambda: layer.crop(0)), [])
+        self.assertEqual(int(layer.get_seq_length()), 3)
+
+    @parameterized.expand([(name, removal) for name in STATIC_LAYERS for removal in (-2, -5)])
+    def test_static_crop_only_moves_its_counters(self, name, removal):
+        """A static crop moves its counters in place (`sub_`, `clamp_`) and writes no key, value or indexer slot."""
+        layer = _static_layer_of_3_tokens(name)
+        tensors = {attribute: getattr(layer, attribute, None) for attribute in STATIC_TENSORS}
+        versions = {attribute: tensor._version for attribute, tensor in tensors.items() if tensor is not None}
+        kernels = {op.overloadpacket.__name__ for op in _dispatched_ops(lambda: layer.crop(removal)) if not op.is_view}
+        self.assertLessEqual(kernels, {"sub_", "clamp_"})
+        for attribute, tensor in tensors.items():
+            self.assertIs(getattr(layer, attribute, None), tensor)
+            if "cumulative_length" not in attribute and tensor is not None:
+                self.assertEqual(tensor._version, versions[attribute], f"`crop` wrote `{attribute}`")
+        self.assertEqual(int(layer.get_seq_length()), max(3 + removal, 0))
+
+    @parameterized.expand([(name,) for name in STATIC_LAYERS])
+    def test_static_layer_updates_and_crops_without_host_sync(self, name):
+        """A static layer never reads its counters on the host (a device sync), removing every token included."""
+        layer = CLAMP_LAYERS[name]()
+
+        def forwards_and_crops():
+            _update_static_layer(layer, _tokens(0, 3))
+            for removal in (0, -1, -100):
+                layer.crop(removal)
+            _update_static_layer(layer, _tokens(0, 2))
+
+        self.assertEqual(_host_syncs(forwards_and_crops), 0)
+        self.assertEqual(int(layer.get_seq_length()), 2)
+
+    @parameterized.expand([("static",), ("static_indexed",)])
+    def test_compiled_update_and_crop_of_a_static_layer_compile_once(self, name):
+        """The static counters are tensors at static addresses: compiled updates and crops are never recompiled."""
+        layer = CLAMP_LAYERS[name]()
+        _update_static_layer(layer, _tokens(0, 3))
+        counters = {
+            attribute: (getattr(layer, attribute), getattr(layer, attribute).data_ptr())
+            for attribute in ("cumulative_length", "indexer_cumulative_length")
+            if hasattr(layer, attribute)
+        }
+        compiled, frames = _compiled(_update_and_crop)
+        for start in (3, 4, 5):
+            compiled(layer, _tokens(start, 2))
+        self.assertEqual(layer.keys[0, 0, :6, 0].tolist(), [1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+        layer.crop(-100)
+        compiled(layer, _tokens(0, 2))
+        self.assertEqual((frames.frame_count, int(layer.get_seq_length())), (1, 1))
+        for attribute, (counter, address) in counters.items():
+            self.assertIs(getattr(layer, attribute), counter)
+            self.assertEqual(counter.data_ptr(), address)
 
 
 @require_torch
@@ -193,6 +313,19 @@ def _hybrid_forward(layer, start, length, recurrent_states_to_keep):
         layer.update(_tokens(start, length), _tokens(start, length))
     if isinstance(layer, LinearAttentionLayer):
         _forward(layer, start, length, recurrent_states_to_keep)
+
+
+def _decode_step(layer, states, count_in_place):
+    """A decode step of a model's layer (`states` of one token): conv states updated through the cache, or in place
+    and counted with `increase_count`, then the recurrent state."""
+    if isinstance(layer, CacheLayerMixin):
+        layer.update(states, states)
+    if count_in_place:
+        layer.conv_states[0].copy_(states.view(1, 1, 1).expand_as(layer.conv_states[0]))
+        layer.increase_count(0)
+    else:
+        layer.update_conv_state(states.view(1, 1, 1))
+    layer.update_recurrent_state(states.view(1, 1))
 
 
 def _kept_cache(layers, kept, recurrent_states_to_keep):
@@ -522,6 +655,72 @@ class LinearAttentionHistoryTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "overwr"):
             layer.crop(-1)
 
+    @parameterized.expand([(name, record) for name in HYBRID_LAYERS for record in (False, True)])
+    def test_crop_0_after_a_forward_launches_no_kernel(self, name, record):
+        """`generate` calls `crop(0)` after every forward: it dispatches no op, or only views of recorded conv states."""
+        layer = HYBRID_LAYERS[name]()
+        if record:
+            layer.activate_past_recording(recurrent_states_to_keep=3)
+        _hybrid_forward(layer, 0, 4, 3)
+        ops = _dispatched_ops(lambda: layer.crop(0))
+        self.assertEqual([op for op in ops if not (record and op.is_view)], [])
+        self.assertEqual(_dispatched_ops(lambda: layer.crop(0)), [])
+        self.assertEqual(int(layer.get_seq_length()), 4)
+
+    @parameterized.expand([(name, record) for name in HYBRID_LAYERS for record in (False, True)])
+    def test_forwards_and_crops_make_no_host_sync(self, name, record):
+        """A layer never reads its length on the device (a host sync) to update or crop: it counts on the host while
+        recording, and keeps the device length at its static address."""
+        layer = HYBRID_LAYERS[name]()
+        if record:
+            layer.activate_past_recording(recurrent_states_to_keep=3)
+        counter = layer.cumulative_length_linear
+
+        def forwards_and_crops():
+            _hybrid_forward(layer, 0, 4, 3)
+            layer.crop(0)
+            _hybrid_forward(layer, 4, 3, 3)
+            for removal in (-1, -100) if record else (0,):
+                layer.crop(removal)
+
+        self.assertEqual(_host_syncs(forwards_and_crops), 0)
+        self.assertIs(layer.cumulative_length_linear, counter)
+        self.assertEqual(int(layer.get_seq_length()), 0 if record else 7)
+
+    @parameterized.expand([(name, in_place) for name in ("linear", "static") for in_place in (False, True)])
+    def test_compiled_decode_step_without_recording_compiles_once(self, name, in_place):
+        """Without recording, no host count moves: a compiled decode step is never recompiled (dynamo guards on them)."""
+        layer = HYBRID_LAYERS[name]()
+        _hybrid_forward(layer, 0, 4, 1)
+        address = layer.cumulative_length_linear.data_ptr()
+        compiled, frames = _compiled(_decode_step)
+        for position in range(4, 8):
+            compiled(layer, _tokens(position, 1), in_place)
+        self.assertEqual((frames.frame_count, int(layer.get_seq_length())), (1, 8))
+        self.assertEqual((layer.recurrent_states[0].item(), layer.cumulative_length_linear.data_ptr()), (8.0, address))
+
+    def test_recording_forward_compiles_in_one_graph(self):
+        """A recording forward reads no version counter while compiling (dynamo would break the graph on it)."""
+        layer = _recording_layer(3)
+        _forward(layer, 0, 4, 3)
+        layer.crop(0)
+        compiled, frames = _compiled(_forward)
+        compiled(layer, 4, 3, 3)
+        layer.crop(-3)
+        self.assertEqual((frames.frame_count, layer.recurrent_states[0].item()), (1, 4.0))
+
+    @parameterized.expand([(1,), (2,), (3,)])
+    def test_recording_under_inference_mode_rolls_back(self, removed):
+        """Inference tensors have no version counter: a layer recording under `torch.inference_mode()` reads none."""
+        with torch.inference_mode():
+            layer = _recording_layer(3)
+            _forward(layer, 0, 4, 3)
+            layer.crop(0)
+            _forward(layer, 4, 3, 3)
+            layer.crop(-removed)
+        self.assertTrue(torch.is_inference(layer.recurrent_states[0]))
+        self.assertEqual((layer.recurrent_states[0].item(), int(layer.get_seq_length())), (7 - removed, 7 - removed))
+
 
 @require_torch
 class RecurrentStatesHistoryTest(unittest.TestCase):
@@ -547,22 +746,41 @@ class RecurrentStatesHistoryTest(unittest.TestCase):
         self.assertEqual(layer.recurrent_states_history, {0: []})
 
 
+def _recording_static_hybrid_layer_of_3_tokens(kind):
+    if kind == "full":
+        layer = LinearAttentionAndStaticFullAttentionLayer(max_cache_len=8)
+    else:
+        layer = LinearAttentionAndStaticSlidingWindowAttentionLayer(max_cache_len=8, sliding_window=8)
+    layer.activate_past_recording(recurrent_states_to_keep=3)
+    layer.update(_tokens(0, 3), _tokens(0, 3))
+    _forward(layer, 0, 3, 3)
+    return layer
+
+
 @require_torch
 class StaticHybridLayerCropTest(unittest.TestCase):
     @parameterized.expand([("full",), ("sliding",)])
     def test_attention_part_forgets_the_removed_tokens(self, kind):
         """A static hybrid layer crops its attention part too: the next tokens are stored after the kept ones."""
-        if kind == "full":
-            layer = LinearAttentionAndStaticFullAttentionLayer(max_cache_len=8)
-        else:
-            layer = LinearAttentionAndStaticSlidingWindowAttentionLayer(max_cache_len=8, sliding_window=8)
-        layer.activate_past_recording(recurrent_states_to_keep=3)
-        layer.update(_tokens(0, 3), _tokens(0, 3))
-        _forward(layer, 0, 3, 3)
+        layer = _recording_static_hybrid_layer_of_3_tokens(kind)
         layer.crop(-1)
         keys, _ = layer.update(_tokens(10, 1), _tokens(10, 1))
         self.assertEqual(keys[0, 0, :3, 0].tolist(), [1.0, 2.0, 11.0])
         self.assertEqual(layer.recurrent_states[0].item(), 2.0)
+
+    @parameterized.expand([("full",), ("sliding",)])
+    def test_attention_part_crops_in_place_without_writing_a_slot(self, kind):
+        """The attention part of a static hybrid layer crops as a static layer: its counter moves in place, no slot is
+        written (the next tokens overwrite the freed ones)."""
+        layer = _recording_static_hybrid_layer_of_3_tokens(kind)
+        tensors = {attribute: getattr(layer, attribute) for attribute in ("keys", "values", "cumulative_length")}
+        versions = {attribute: tensor._version for attribute, tensor in tensors.items()}
+        layer.crop(-2)
+        for attribute, tensor in tensors.items():
+            self.assertIs(getattr(layer, attribute), tensor)
+        for attribute in ("keys", "values"):
+            self.assertEqual(tensors[attribute]._version, versions[attribute], f"`crop` wrote `{attribute}`")
+        self.assertEqual(int(layer.get_seq_length()), 1)
 
 
 @require_torch
