@@ -721,6 +721,19 @@ class LinearAttentionHistoryTest(unittest.TestCase):
         self.assertTrue(torch.is_inference(layer.recurrent_states[0]))
         self.assertEqual((layer.recurrent_states[0].item(), int(layer.get_seq_length())), (7 - removed, 7 - removed))
 
+    def test_state_written_in_place_under_inference_mode_is_no_rollback_point(self):
+        """A model that writes its cached state in place (Mamba-1's per-token path) under `torch.inference_mode()`: the
+        state from before the forward is the one restored, not the overwritten one."""
+        with torch.inference_mode():
+            layer = _recording_layer(3)
+            _forward(layer, 0, 3, 3)
+            layer.crop(0)
+            layer.update_conv_state(_tokens(3, 3).view(1, 1, 3))
+            layer.recurrent_states[0].add_(1.0)  # the forward's first token, written in place
+            layer.update_recurrent_state([torch.full((1, 1), p + 1.0, dtype=torch.float64) for p in (3, 4, 5)])
+            layer.crop(-3)
+        self.assertEqual((layer.recurrent_states[0].item(), int(layer.get_seq_length())), (3.0, 3))
+
 
 @require_torch
 class RecurrentStatesHistoryTest(unittest.TestCase):

@@ -227,8 +227,11 @@ class LinearAttentionLayer:
                 self.num_tokens_linear += num_new_tokens
         if self.record_past and self.is_recurrent_states_initialized[state_idx]:
             # The conv update opens the forward of every model: the cached recurrent state must still be this one when
-            # the forward hands its states over
-            self.recurrent_states_versions[state_idx] = _version(self.recurrent_states[state_idx])
+            # the forward hands its states over. An inference tensor has no version counter: its value is kept instead
+            # (one copy a forward), since a model may write it in place
+            state = self.recurrent_states[state_idx]
+            inference = not torch.compiler.is_compiling() and torch.is_inference(state)
+            self.recurrent_states_versions[state_idx] = state.clone() if inference else _version(state)
 
         kernel_size = self.conv_kernel_size[state_idx]
         if self.has_previous_state[state_idx]:
@@ -287,12 +290,13 @@ class LinearAttentionLayer:
         """
         history = self.recurrent_states_history[state_idx]
         # A model that wrote the cached state in place during the forward (the per-token path of Mamba-1 mixers) left no
-        # state from before it: the cached one is no rollback point then
+        # state from before it: the cached one is no rollback point then (unless it was copied, see `update_conv_state`)
         version, self.recurrent_states_versions[state_idx] = self.recurrent_states_versions[state_idx], None
-        written = version is not None and _version(self.recurrent_states[state_idx]) != version
+        copied = isinstance(version, torch.Tensor)
+        written = not copied and version is not None and _version(self.recurrent_states[state_idx]) != version
         if not written and (not self.is_conv_states_initialized[0] or num_new_tokens == len(intermediate_states) + 1):
             # A copy: the cached state is overwritten in place
-            history.append(self.recurrent_states[state_idx].clone())
+            history.append(version if copied else self.recurrent_states[state_idx].clone())
         else:
             # The tokens before the first state handed over have no state: nothing older can be reached
             history.clear()
