@@ -967,6 +967,13 @@ class RefusedCropTest(unittest.TestCase):
             self.assertEqual(int(layer.get_seq_length()), length)
             torch.testing.assert_close(layer.keys, keys)
 
+    def test_empty_sliding_window_refuses_a_positive_value(self):
+        """A `DynamicSlidingWindowLayer` that holds nothing has nothing to remove, but a positive value still raises."""
+        layer = DynamicSlidingWindowLayer(sliding_window=4)
+        layer.crop(-2)
+        with self.assertRaisesRegex(ValueError, "positive value"):
+            layer.crop(3)
+
     def test_sliding_window_refuses_to_keep_fewer_tokens_than_its_window(self):
         cache = Cache(layers=[DynamicLayer(), _full_recording_window()])
         cache.layers[0].update(_tokens(0, 6), _tokens(0, 6))
