@@ -373,9 +373,16 @@ STEPS = (
             "makes them for the `hybrid` layers of FalconH1, Zamba, Zamba2, Zaya and Inkling).\n\n"
             + STATIC_REPRODUCTION
             + "\n\nThey now crop both parts, as `LinearAttentionAndFullAttentionLayer` and "
-            "`LinearAttentionAndSlidingWindowAttentionLayer` do."
+            "`LinearAttentionAndSlidingWindowAttentionLayer` do. The sliding one also reports its window's "
+            "`is_croppable` (the linear part's class attribute hid it), so that `generate` refuses assisted decoding "
+            "when the window is shorter than the cache, as for `StaticSlidingWindowLayer`, instead of cropping a "
+            "window that may have overwritten the states to restore."
         ),
-        behaviour_changes=("`crop` of a static hybrid layer removes the tokens from its attention part too.",),
+        behaviour_changes=(
+            "`crop` of a static hybrid layer removes the tokens from its attention part too.",
+            "A static sliding-window hybrid layer whose window is shorter than `max_cache_len` says it cannot be "
+            "cropped: assisted decoding with it raises a `ValueError` up front (5.25.0: an `IndexError`).",
+        ),
     ),
     Step(
         "step4_ocr",
@@ -659,8 +666,7 @@ STEPS = (
         behaviour_changes=(
             "Linear attention layers restore the state after the kept tokens, or raise a `ValueError` before anything "
             "changes; removing every token resets them.",
-            "The static sliding-window hybrid layer reports its window's `is_croppable` (the linear part's class "
-            "attribute hid it) and refuses a crop its window cannot undo.",
+            "The static sliding-window hybrid layer refuses a crop its window cannot undo.",
             "`activate_past_recording()` without `recurrent_states_to_keep` keeps the number set before (1 if none); "
             "with `None` the next Qwen3-Next forward raised a `TypeError`.",
         ),

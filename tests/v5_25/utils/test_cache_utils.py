@@ -795,6 +795,13 @@ class StaticHybridLayerCropTest(unittest.TestCase):
             self.assertEqual(tensors[attribute]._version, versions[attribute], f"`crop` wrote `{attribute}`")
         self.assertEqual(int(layer.get_seq_length()), 1)
 
+    def test_sliding_hybrid_layer_reports_whether_its_window_can_be_cropped(self):
+        """A window shorter than `max_cache_len` may overwrite the states to restore: the hybrid layer says so, as a
+        `StaticSlidingWindowLayer` does, so that `generate` refuses assisted decoding instead of cropping it."""
+        layer_class = LinearAttentionAndStaticSlidingWindowAttentionLayer
+        self.assertFalse(layer_class(max_cache_len=8, sliding_window=4).is_croppable)
+        self.assertTrue(layer_class(max_cache_len=4, sliding_window=4).is_croppable)
+
 
 @require_torch
 class StaticIndexedLayerPositionsCropTest(unittest.TestCase):

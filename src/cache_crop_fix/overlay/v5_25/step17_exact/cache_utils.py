@@ -325,12 +325,6 @@ class LinearAttentionAndSlidingWindowAttentionLayer:
 
 
 class LinearAttentionAndStaticSlidingWindowAttentionLayer:
-    @property
-    def is_croppable(self) -> bool:
-        """Whether `crop` can put this layer back as it was: both parts must be able to."""
-        # The class attribute of the linear attention part would hide the property of the static sliding window part
-        return StaticSlidingWindowLayer.is_croppable.fget(self)
-
     def crop(self, tokens_to_remove: int) -> None:
         if tokens_to_remove < 0 and not StaticSlidingWindowLayer.is_croppable.fget(self):
             raise ValueError(
