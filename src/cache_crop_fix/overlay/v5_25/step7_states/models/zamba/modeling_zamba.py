@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from transformers.integrations.accelerate import force_accelerate_hooks
 from transformers.utils.deprecation import deprecate_kwarg
 
+
 if TYPE_CHECKING:
     # Names that the upstream module binds and our method uses (at runtime it runs with its globals)
     import torch
