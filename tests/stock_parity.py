@@ -16,14 +16,14 @@ import torch
 
 import cache_crop_fix
 import transformers
-from cache_crop_fix.patcher import Patch, replacements  # noqa: F401
+from cache_crop_fix.patcher import Patch, replacements
 
 
 @dataclass(frozen=True)
 class Layer:
     """A cache layer of the corpus: `build()` makes it (in a given state) under whichever `crop` is installed."""
 
-    name: str  # e.g. "DynamicSlidingWindowLayer, full, recording"
+    name: str  # e.g. "DynamicSlidingWindowLayer, 6 tokens, recording"
     build: Callable[[], object]
 
 
@@ -51,8 +51,9 @@ def _attention(cls: type, length: int, record: bool, **kwargs) -> Callable[[], o
         if record:
             layer.activate_past_recording()
         if length:
-            extra = {"cache_position": torch.arange(length)} if "max_cache_len" in kwargs else {}
-            layer.update(_tokens(length), _tokens(length), *([extra] if extra else []))
+            # The positions a static layer writes at
+            cache_kwargs = [{"cache_position": torch.arange(length)}] if "max_cache_len" in kwargs else []
+            layer.update(_tokens(length), _tokens(length), *cache_kwargs)
         return layer
 
     return build
