@@ -326,7 +326,7 @@ class LinearAttentionAndSlidingWindowAttentionLayer:
 
 class LinearAttentionAndStaticSlidingWindowAttentionLayer:
     def crop(self, tokens_to_remove: int) -> None:
-        if tokens_to_remove < 0 and not StaticSlidingWindowLayer.is_croppable.fget(self):
+        if tokens_to_remove < 0 and not self.is_croppable:
             raise ValueError(
                 f"Cannot crop a `{self.__class__.__name__}` whose `max_cache_len` is larger than its sliding window: the states "
                 "to restore may have been overwritten. Use a `max_cache_len` of at most the sliding window to be able to crop it."
