@@ -15,7 +15,6 @@ import numpy as np
 import torch
 
 import cache_crop_fix
-import transformers
 from cache_crop_fix.patcher import Patch, replacements
 
 
@@ -168,11 +167,8 @@ def decorator_chain(value: object) -> list[str]:
     chain = []
     while isinstance(value, types.FunctionType) and hasattr(value, "__wrapped__"):
         code = value.__code__
-        constants = [
-            repr(cell.cell_contents)
-            for cell in value.__closure__ or ()
-            if isinstance(_contents(cell), (str, int, float, bool, type(None)))
-        ]
+        contents = [_contents(cell) for cell in value.__closure__ or ()]
+        constants = [repr(item) for item in contents if isinstance(item, (str, int, float, bool, type(None)))]
         chain.append(f"{code.co_filename.rpartition('site-packages/')[2]}:{code.co_qualname}({', '.join(constants)})")
         value = value.__wrapped__
     return chain
@@ -204,9 +200,3 @@ def replaced_methods() -> list[Patch]:
 
 def code_signature(code: types.CodeType) -> tuple:
     return (code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount, code.co_varnames[: code.co_argcount])
-
-
-def target_name() -> str:
-    from cache_crop_fix.targets import target_for
-
-    return target_for(transformers.__version__).name

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from . import stock_parity
+from .compat import TARGET
 
 
 DOC = Path(__file__).parents[1] / "docs" / "source" / "en" / "cache_crop.md"
@@ -42,7 +43,7 @@ def crop_differences():
 
 
 def test_every_crop_difference_from_stock_is_documented(crop_differences):
-    rows = _table(_HEADINGS[stock_parity.target_name()])
+    rows = _table(_HEADINGS[TARGET.name])
     undocumented = [
         f"{layer}: crop({argument}) stock {stock}, fixed {fixed}"
         for (layer, argument), (stock, fixed) in crop_differences.items()
@@ -53,7 +54,7 @@ def test_every_crop_difference_from_stock_is_documented(crop_differences):
 
 def test_every_documented_crop_difference_happens(crop_differences):
     # A row that no longer matches a difference is a behaviour change the docs claim and the fix does not make
-    rows = _table(_HEADINGS[stock_parity.target_name()])
+    rows = _table(_HEADINGS[TARGET.name])
     unmatched = [
         row
         for row in rows
@@ -81,7 +82,7 @@ def test_replaced_methods_keep_their_decorators():
 
 
 def test_replaced_methods_keep_their_parameters_unless_documented():
-    target = stock_parity.target_name()
+    target = TARGET.name
     documented = {
         method for targets, methods, *_ in _table("### Parameters") if target in targets for method in methods
     }
