@@ -33,7 +33,7 @@ from cache_crop_fix.export.transplant import (
     restrict_test_module,
     transplant,
 )
-from cache_crop_fix.targets import TARGETS, Step, Target, get_target
+from cache_crop_fix.targets import REPRODUCTION_LINE, TARGETS, Step, Target, get_target
 
 
 FIXTURES = Path(__file__).parent / "fixtures" / "exporter"
@@ -432,8 +432,8 @@ V5_14 = get_target("v5_14")
 
 def _toy_target(fingerprints):
     steps = (
-        Step("step1", "1-toy", "Fix the toy crop", tests=("CropTest",), summary="Fixes the toy crop."),
-        Step("step2", "2-model", "Refuse crops of the toy model cache", behaviour_changes=("It refuses.",)),
+        Step("step1", "1-toy", "Fix the toy crop", tests=("CropTest",), text="Fixes the toy crop."),
+        Step("step2", "2-model", "Refuse crops of the toy model cache", behaviour_changes=("It refuses.",), text=""),
     )
     related = "- #47977 clamps in `DynamicLayer` only.\n- #47720 renamed the argument."
     return Target(
@@ -886,3 +886,17 @@ def test_codemod_changes_one_statement_of_a_method():
     assert transplant(result.source, overlay).source == result.source  # idempotent
     with pytest.raises(TransplantError, match="exactly once"):
         transplant(MODELING.replace("return cache", "pass"), overlay)
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=lambda target: target.name)
+def test_every_reproduction_file_is_in_its_step_text(target):
+    """A step's `pr/` holds its text and the reproductions the text shows, nothing else."""
+    for step in target.steps:
+        folder = step.pr_folder
+        if step.text_package.endswith(
+            f".{step.package}"
+        ):  # the step's own folder (a backport's text is the newer line's)
+            text = (folder / "text.md").read_text()
+            shown = set(REPRODUCTION_LINE.findall(text))
+            assert {path.name for path in folder.iterdir()} == {"text.md", *shown}, step.package
+            assert "```" not in text, f"{step.package}: a reproduction belongs in a file of pr/"

@@ -232,7 +232,7 @@ def run_target(
         files = sorted(
             str(path.relative_to(shard))
             for path in (shard / overlay).rglob("*.py")
-            if path.name != "__init__.py" and path.stat().st_size > 0
+            if path.name != "__init__.py" and path.stat().st_size > 0 and "pr" not in path.parent.parts
         )
         (shard / "cosmic-ray.toml").write_text(
             "[cosmic-ray]\n"
@@ -292,7 +292,7 @@ def _init_semantic(shard: Path, overlay: Path) -> None:
 
     with use_db(str(shard / "session.sqlite"), WorkDB.Mode.create) as db:
         for path in sorted((shard / overlay).rglob("*.py")):
-            if path.name == "__init__.py" or path.stat().st_size == 0:
+            if path.name == "__init__.py" or path.stat().st_size == 0 or "pr" in path.parent.parts:
                 continue
             relative = path.relative_to(shard)
             for occurrence, mutant in enumerate(semantic_mutants.mutants(path.read_text())):
@@ -808,7 +808,7 @@ def _superseded_spans(work: Path, overlay: Path) -> dict[str, list[tuple[int, in
     by_module: dict[str, list[tuple[str, dict]]] = {}
     for step in steps:
         for path in sorted(step.rglob("*.py")):
-            if path.name == "__init__.py":
+            if path.name == "__init__.py" or path.parent.name == "pr":
                 continue
             module = str(path.relative_to(step))
             by_module.setdefault(module, []).append(

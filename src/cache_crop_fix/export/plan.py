@@ -57,8 +57,12 @@ def step_dirs(target: Target) -> list[Path]:
 
 
 def load_overlay(overlay_dir: Path) -> list[OverlayModule]:
-    """The overlay modules of one step (its folder mirrors `transformers/`)."""
-    paths = sorted(p for p in overlay_dir.rglob("*.py") if p.name != "__init__.py" and "__pycache__" not in p.parts)
+    """The overlay modules of one step (its folder mirrors `transformers/`; its `pr/` holds the step's text)."""
+    paths = sorted(
+        path
+        for path in overlay_dir.rglob("*.py")
+        if path.name != "__init__.py" and not {"__pycache__", "pr"} & set(path.relative_to(overlay_dir).parts)
+    )
     return [parse_overlay(path.read_text(), path.relative_to(overlay_dir).as_posix()) for path in paths]
 
 

@@ -10,14 +10,21 @@ fingerprints of every method its overlay replaces, and its stack of steps: each 
   beyond the series (atomic pre-checks, refusal messages, fast paths, models `generate` cannot reach today).
 
 The fork steps come after the upstream ones, so that the series applies to `main` on its own and the fork branch is the
-series plus the fork steps. The patcher installs every step of the target that matches the installed transformers; the
+series plus the fork steps. A step's text (what it does and why, for its pull request and commit) lives next to its
+overlay, in `overlay/<name>/<step>/pr/`: `text.md`, where a line `<!-- reproduction.py -->` stands for that Python file
+of the same folder as a code block (a script ruff formats and `tests/test_pr_texts.py` runs). `pr/` is no package: the
+patcher and the exporter never take it for an overlay module, and the runtime never reads it. The patcher installs every step of the target that matches the installed transformers; the
 exporter reads the same table.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -37,9 +44,14 @@ class Step:
     # Those of `tests` that check new API or wording (a keyword, a warning, a message) rather than the cache's state:
     # they fail on the previous step because the API is new, not because of a wrong behaviour
     api_tests: tuple[str, ...] = ()
-    summary: str = ""  # what the pull request does and why (markdown)
     behaviour_changes: tuple[str, ...] = ()  # one markdown item each, for the pull request text
     kind: str = "upstream"  # "upstream" (a pull request of the series) or "fork" (the fork branch only)
+    # What the pull request does and why (markdown), when it is not read from `pr/text.md` (the exporter's own tests)
+    text: str | None = None
+    # The overlay package whose `pr/` folder holds the text (the `Target` sets its own; a backport names the step of
+    # the newer line it backports), and the changes a backport makes to it
+    text_package: str = ""
+    text_changes: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self):
         if self.kind not in STEP_KINDS:
@@ -49,15 +61,51 @@ class Step:
     def upstream(self) -> bool:
         return self.kind == "upstream"
 
+    @property
+    def summary(self) -> str:
+        """What the pull request does and why (markdown), its reproductions included as code blocks."""
+        summary = self.text if self.text is not None else step_text(self.text_package)
+        for old, new in self.text_changes:
+            summary = summary.replace(old, new)
+        return summary
+
+    @property
+    def pr_folder(self) -> Path | None:
+        """The folder of the text and reproductions (`None` for a step whose text is given inline)."""
+        return None if self.text is not None else text_folder(self.text_package)
+
+
+REPRODUCTION_LINE = re.compile(r"^<!-- (\w+\.py) -->$", re.MULTILINE)
+
+
+def text_folder(package: str) -> Path:
+    """`overlay/<target>/<step>/pr/` of the overlay package `package`."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or spec.origin is None:
+        raise LookupError(f"no overlay package {package!r}")
+    return Path(spec.origin).parent / "pr"
+
+
+@functools.cache
+def step_text(package: str) -> str:
+    """The text of the step whose overlay package is `package`: its `pr/text.md`, each `<!-- x.py -->` line replaced by
+    `x.py` of the same folder as a Python code block."""
+    folder = text_folder(package)
+
+    def code_block(match: re.Match) -> str:
+        return "```python\n" + (folder / match.group(1)).read_text().strip() + "\n```"
+
+    return REPRODUCTION_LINE.sub(code_block, (folder / "text.md").read_text().strip())
+
 
 def backport(step: Step, package: str, branch: str, text_changes: Mapping[str, str]) -> Step:
     """The step of a backport that makes the change of `step`, a step of a newer line whose code the older release
-    shares: its overlay imports that step's codemods, and it keeps its tests and text, with `text_changes` made to the
-    text (the release its reproductions name, an argument the older release spells otherwise)."""
-    summary = step.summary
-    for old, new in text_changes.items():
-        summary = summary.replace(old, new)
-    return replace(step, package=package, branch=branch, summary=summary)
+    shares (a step of that line's `Target`): its overlay imports that step's codemods, and it keeps its tests and text,
+    with `text_changes` made to the text (the release its reproductions name, an argument the older release spells
+    otherwise)."""
+    if not step.text_package and step.text is None:
+        raise ValueError(f"backport of {step.package}: pass the step of its target (`TARGET.steps`), which has a text")
+    return replace(step, package=package, branch=branch, text_changes=step.text_changes + tuple(text_changes.items()))
 
 
 @dataclass(frozen=True)
@@ -77,6 +125,14 @@ class Target:
     backport_of: str | None = None
     # Whether its first pull request closes #47433 (reported against 5.14; on `main`, `crop(0)` already removes nothing)
     closes_issue: bool = False
+
+    def __post_init__(self):
+        # A step's text is in its own overlay folder unless it says where (a backport's is in the newer line's)
+        steps = tuple(
+            step if step.text_package or step.text is not None else replace(step, text_package=package)
+            for step, package in zip(self.steps, self.step_packages())
+        )
+        object.__setattr__(self, "steps", steps)
 
     @property
     def overlay_package(self) -> str:

@@ -6,20 +6,8 @@ work but emit a `FutureWarning`, since 5.15 reads `0` as "remove nothing" and 5.
 """
 
 from . import Step, Target, backport
-from .v5_25 import STEPS as MAIN_LINE_STEPS
+from .v5_25 import TARGET as MAIN_LINE
 
-
-REPRODUCTION = """\
-```python
-import torch
-from transformers import DynamicCache
-key = torch.arange(3, dtype=torch.float32).reshape(1, 1, 3, 1)
-for argument in (0, -5):
-    cache = DynamicCache()
-    cache.update(key, key.clone(), layer_idx=0)
-    cache.crop(argument)
-    print(cache.get_seq_length())  # 5.14.1: 3, then 1 (stale tokens). With this PR: 0, then 0
-```"""
 
 RELATED = (
     "- This stack backports the fix (its steps follow the 5.24 stack, `fix-cache-crop-1-clamp` ... on transformers "
@@ -38,15 +26,6 @@ STEPS = (
         "1-clamp",
         "Fix `crop(0)` and oversized negative crops of the dynamic KV cache layers",
         tests=("DynamicLayersCropTest",),
-        summary=(
-            "In 5.14, `DynamicLayer.crop` reads every `max_length <= 0` as a number of tokens to remove (#47433): "
-            "`crop(0)` keeps the whole cache, and removing more tokens than are cached keeps stale ones, since "
-            "`[..., :-k, :]` of a shorter tensor is not empty. Rollbacks (speculative decoding, cache reuse) then "
-            "attend to tokens that were meant to be gone.\n\n" + REPRODUCTION + "\n\n"
-            "As suggested in the issue, only negative values are relative now, and an oversized removal is clamped "
-            "to an empty cache. `DynamicIndexedLayer`, whose indexer keys are cut with the same index, gets the same "
-            "fix. The two methods keep upstream's shape: only the index computation changes."
-        ),
         behaviour_changes=(
             "`crop(0)` empties a dynamic layer (5.14.0/5.14.1 kept everything; 5.11 to 5.13 emptied it too).",
             "`crop(-k)` with `k` at least the cached length empties the layer (it kept stale tokens).",
@@ -60,16 +39,6 @@ STEPS = (
         "Deprecate absolute `crop` lengths and check `crop` arguments",
         tests=("CropArgumentsTest", "AssistedCandidateGeneratorRollbackTest", "PI0SampleActionsCacheRollbackTest"),
         api_tests=("CropArgumentsTest", "PI0SampleActionsCacheRollbackTest"),
-        summary=(
-            "Maintainers plan to remove absolute crops (#47433: total and cached lengths differ for sliding-window "
-            'and linear-attention layers), and #47720 (5.15) reads `0` as "remove nothing". This PR prepares 5.14 '
-            "code for it: `Cache.crop` and `EncoderDecoderCache.crop` check their argument once, warn about absolute "
-            "crops with a `FutureWarning` attributed to the caller, and accept `tokens_to_remove=` with its 5.15 "
-            "meaning. The library's own call sites (assisted decoding, PI0) crop with the negative form and skip the "
-            "call when there is nothing to remove. The `crop(0)` warning is built once and handed to `warnings.warn` "
-            "on every call (building it was a fair share of the call's cost); under an error filter a new one "
-            "is raised each time."
-        ),
         behaviour_changes=(
             "Absolute crops (`crop(n)`, `n >= 0`) keep working and emit a `FutureWarning`. The one for `crop(0)` says "
             "that it empties the cache, that `crop(-k)` with `k == 0` lands there, and how to write it instead "
@@ -93,16 +62,6 @@ STEPS = (
             "ConvStateOwnershipCropTest",
             "CropStateDetailsTest",
         ),
-        summary=(
-            "A crop that one layer cannot honour exactly used to change some layers and not others, or keep states "
-            "that no longer match the kept tokens (the audit asked for in #47433). `Cache.crop` now checks every "
-            "layer first (`_check_crop`) and raises a clear error before anything changes. Each layer is cropped by "
-            "its own length (the layers of an `MtpCache` may differ). Sliding-window layers refuse partial crops "
-            "once their window dropped the states to keep; linear-attention layers roll back only the conv states "
-            "they recorded (`activate_past_recording()`), and refuse when recurrent states would have to be undone "
-            "(#49036); side tensors (a sliding window's `cumulative_length`, conv states) move with the key and value "
-            "states (#48809)."
-        ),
         behaviour_changes=(
             "Partial crops that cannot be exact raise (`ValueError`, `RuntimeError` or `NotImplementedError`, with "
             "what to do instead) and leave the whole cache unchanged; 5.14 silently kept wrong states.",
@@ -122,13 +81,6 @@ STEPS = (
             "StaticHybridLayersCropTest",
             "LayerLevelEdgeCasesTest",
         ),
-        summary=(
-            "Static layers had no `crop`. They now crop by rewinding their write position in place, without a host "
-            "sync (tensor addresses are kept for compiled graphs; the freed slots are hidden by the causal mask until "
-            "the next update overwrites them). Unlike #45745 and #44893, which reviewers "
-            "objected to because they broke sliding windows, a static sliding-window layer refuses a partial crop "
-            "once its window wrapped around, and allows a full rollback."
-        ),
         behaviour_changes=(
             "`StaticCache.crop` (and the static sliding, indexed and hybrid layers) works instead of raising.",
         ),
@@ -138,13 +90,6 @@ STEPS = (
         "5-quantized",
         "Crop both parts of quantized cache layers",
         tests=("QuantizedLayerCropTest", "QuantizedBackendsCropTest", "MixedLayersCropAtomicityTest"),
-        summary=(
-            "`QuantizedLayer` inherited `DynamicLayer.crop`, which only slices the residual (original precision) "
-            "part: tokens in the quantized part and `cumulative_length` stayed. Its `crop` now crops both parts. A "
-            "crop into the quantized part quantizes the kept tokens again, the same operation as a flush of the "
-            "residual part in `update`: with quanto this gives the same values back (a test runs 50 rollbacks); HQQ "
-            "fits its scales again, so its error may grow with each re-quantization, as it does with each flush."
-        ),
         behaviour_changes=("`QuantizedCache.crop` removes tokens from both parts and rewinds `cumulative_length`.",),
     ),
     Step(
@@ -160,13 +105,6 @@ STEPS = (
             "CropRefusalsAndNoOpsTest",
             "AssistedCandidateGeneratorSlidingWindowTest",
         ),
-        summary=(
-            "The MiniMax-M3-VL sparse layers cut their index keys with the key and value states (the dynamic one "
-            "computed a relative index after the states were already cropped, as noted in the review of #47720; the "
-            "static one had no `crop`). DeepSeek-V4's compressed-attention caches roll their compressor buffers back with the sliding window, "
-            "and refuse a crop that would reopen an entry the compressor already closed. `MiniMaxCache` keeps "
-            "refusing `crop`, with a message that says why and what to use instead."
-        ),
         behaviour_changes=(
             "`DeepseekV4HCACache`/`DeepseekV4CSACache.crop` keep their buffers consistent, or raise before changing "
             "anything.",
@@ -179,15 +117,6 @@ STEPS = (
         "Roll back linear-attention assistants exactly with a bounded state history",
         tests=("LinearAttentionHistoryTest",),
         api_tests=("LinearAttentionHistoryTest",),
-        summary=(
-            "Assisted decoding with a linear-attention assistant (Qwen3-Next-like gated delta rule, LFM2-like short "
-            "convolutions) could not remove a few drafted tokens, so the assistant cache was rolled back fully and "
-            "the assistant re-encoded the whole sequence every round (#49036, #45846). "
-            "`activate_past_recording(history_length=n)` makes each linear-attention layer keep the states from "
-            "before each of its last `n` updates, with the number of tokens each added: `crop(-k)` restores that "
-            "point exactly when the last updates add up to `k` tokens, and refuses otherwise. The assistant's cache "
-            "records its past from its first token, and the candidate generator decides once how it rolls back."
-        ),
         behaviour_changes=(
             "Linear-attention assistants roll back exactly instead of re-encoding; a cache that can only be rolled "
             "back fully says so once (`logger.warning_once`).",
@@ -199,7 +128,7 @@ STEPS = (
 
 # Bugs of the assisted decoding code that 5.14 shares with 5.25 (issue 39): the main line's steps 13 and 15, whose
 # reproductions print the same on 5.14.1 once they pass the cache as 5.14 names it
-_MAIN_LINE = {step.package: step for step in MAIN_LINE_STEPS}
+_MAIN_LINE = {step.package: step for step in MAIN_LINE.steps}
 _ON_5_14 = {
     "5.25.0": "5.14.1",
     "cache=first_turn.cache": "past_key_values=first_turn.past_key_values",

@@ -6,7 +6,7 @@ is checked before any changes, and every layer type crops exactly or refuses cle
 """
 
 from . import Step, Target, backport
-from .v5_25 import STEPS as MAIN_LINE_STEPS
+from .v5_25 import TARGET as MAIN_LINE
 
 
 RELATED = (
@@ -19,17 +19,6 @@ RELATED = (
     "- The 5.14 backport of this stack (`crop(0)` empties the cache there) is a separate stack on `v5.14-release`."
 )
 
-REPRODUCTION = """\
-```python
-import torch
-from transformers.cache_utils import DynamicSlidingWindowLayer
-layer = DynamicSlidingWindowLayer(sliding_window=4)
-layer.activate_past_recording()
-layer.update(torch.ones(1, 1, 6, 1), torch.ones(1, 1, 6, 1))  # 6 tokens
-layer.crop(-8)  # remove more tokens than the layer holds
-print(layer.cumulative_length)  # 5.24.0: -2, and the next `update` reports a length of -1. With this PR: 0
-```"""
-
 STEPS = (
     Step(
         "step1_clamp",
@@ -37,18 +26,6 @@ STEPS = (
         "Clamp oversized `crop` removals on dynamic cache layers and check `crop` arguments",
         tests=("DynamicLayersCropTest", "CropArgumentsTest"),
         api_tests=("CropArgumentsTest",),
-        summary=(
-            "`crop(tokens_to_remove)` (#47720) removes the last `-tokens_to_remove` tokens. Removing more tokens than "
-            "a layer holds is what a full rollback does (`crop(-cache.get_seq_length())` when layers differ in "
-            "length), but outside `DynamicLayer` it is not clamped: a sliding-window layer that records its past "
-            "drives `cumulative_length` negative, and the next `update` reports a wrong length.\n\n"
-            + REPRODUCTION
-            + "\n\nEvery dynamic layer now clamps the removal to what it holds, `DynamicIndexedLayer` cuts its "
-            "indexer positions with its keys, and `crop` checks its argument once: `False`, floats, `None` and "
-            "tensors of more than one element raise a `TypeError` that says what was passed, instead of acting as "
-            "`0` or failing inside the layer. Each layer also gets a `_check_crop` hook (a no-op here) that the next "
-            "PR uses to check every layer before any changes."
-        ),
         behaviour_changes=(
             "Removing more tokens than a dynamic layer holds empties it (a sliding-window layer's `cumulative_length` "
             "went negative).",
@@ -62,16 +39,6 @@ STEPS = (
         "2-atomic",
         "Check every cache layer before `crop` changes any; crop linear attention layers exactly or refuse",
         tests=("CacheCropTest", "LinearAttentionCropTest", "AssistedDecodingCropTest"),
-        summary=(
-            "`Cache.crop` cropped layer by layer, so a layer that refuses left the layers before it cropped (the "
-            "outcome depended on layer order), and `Cache.is_croppable` could say `True` for a cache that then "
-            "refused. It now asks every layer first (`_check_crop`) and changes nothing when one cannot honour the "
-            "crop. Linear attention layers roll back the conv states they recorded (`activate_past_recording`), "
-            "clamped and padded to the kernel size, and refuse when their recurrent states would have to be undone "
-            "(#49036) instead of keeping them silently; a removal of every cached token is a full rollback that "
-            "resets them. A never-filled linear attention layer no longer fails on `None` states. Assisted decoding "
-            "rolls the assistant back fully, and re-encodes, when its cache refuses to remove the rejected tokens."
-        ),
         behaviour_changes=(
             "A crop that some layer cannot honour exactly raises before any layer changes (it used to crop the layers "
             "before the refusing one).",
@@ -84,18 +51,6 @@ STEPS = (
         "3-static",
         "Clamp `crop` on static cache layers and crop static hybrid layers",
         tests=("StaticLayersCropTest",),
-        summary=(
-            "The static layers (`StaticLayer`, `StaticIndexedLayer`, `StaticSlidingWindowLayer`) rewind their write "
-            "position without a bound, so an oversized removal drives it negative and the next `update` fails. They "
-            "now clamp it, in place and without reading it on the host (the masks hide the freed slots until the next "
-            "`update` overwrites them), and move their side tensors (indexer positions) with the keys. "
-            "`StaticSlidingWindowLayer` refuses, as its own `is_croppable` says, a crop that needs tokens its window "
-            "already overwrote. The two static hybrid layers (`LinearAttentionAndStaticFullAttentionLayer`, "
-            "`LinearAttentionAndStaticSlidingWindowAttentionLayer`) had no `crop` of their own, so their attention "
-            "part kept every token: they now crop both parts, or neither. Telling a full rollback (which resets the "
-            "linear attention part) from a partial one needs their lengths on the host: `Cache.crop` reads them "
-            "together, once per call, not once per layer."
-        ),
         behaviour_changes=(
             "Oversized removals empty static layers (their write position went negative).",
             "A static sliding-window layer whose window wrapped around refuses partial crops (it cropped tokens it "
@@ -108,13 +63,6 @@ STEPS = (
         "4-quantized",
         "Crop the quantized states of quantized cache layers",
         tests=("QuantizedLayersCropTest",),
-        summary=(
-            "`QuantizedLayer` and `Fp8QuantizedLayer` inherit `DynamicLayer.crop`, which cuts only the residual "
-            "(original precision) part, never the quantized tensors or `cumulative_length`, or raises an "
-            "`IndexError`. A full rollback now empties both parts; `Fp8QuantizedLayer` cuts its FP8 states "
-            "exactly (their scale is frozen); `QuantizedLayer` removes tokens from its residual part and refuses, "
-            "before changing anything, a crop that reaches into the quantized part."
-        ),
         behaviour_changes=(
             "`QuantizedCache.crop` keeps `cumulative_length` and both parts consistent, or raises before changing "
             "anything.",
@@ -125,14 +73,6 @@ STEPS = (
         "5-models",
         "Crop the model-specific cache layers exactly, or refuse clearly",
         tests=("ModelCacheLayersCropTest",),
-        summary=(
-            "DeepSeek-V4's compressed-attention caches now roll their compressor buffers back with the sliding "
-            "window, and refuse a crop that would reopen an entry the compressor already closed (they kept a stale "
-            "state). The MiniMax-M3-VL sparse layers cut their index keys with the key and value states, however "
-            "many tokens are removed, and the static one clamps. UnlimitedOcr's reference sliding-window layers "
-            "remove the sliding tokens first, then the reference (prefill) ones, and refuse what their window "
-            "dropped; the static one had no `crop`."
-        ),
         behaviour_changes=(
             "`DeepseekV4HCACache`/`DeepseekV4CSACache.crop` keep their compressor buffers consistent, or raise before "
             "changing anything.",
@@ -145,17 +85,6 @@ STEPS = (
         "Roll back linear-attention assistants exactly with a bounded state history",
         tests=("LinearAttentionHistoryTest",),
         api_tests=("LinearAttentionHistoryTest",),
-        summary=(
-            "Assisted decoding with a linear-attention assistant (Qwen3-Next-like gated delta rule) could not remove "
-            "a few drafted tokens: stock 5.24 cropped the conv states and left the recurrent states stale (#49036), "
-            "and with the previous steps the assistant cache is rolled back fully, so the assistant re-encodes the "
-            "whole sequence every round. Upstream's `snapshot()/restore()` attempt (#45846) was closed. "
-            "`activate_past_recording(history_length=n)` makes each linear-attention layer with recurrent states keep "
-            "the states from before each of its last `n` updates, with the number of tokens each added: `crop(-k)` "
-            "restores that point exactly when the last updates add up to `k` tokens, and refuses otherwise. Conv-only "
-            "layers need no history. The assistant's cache records its past from its first token, and the candidate "
-            "generator decides once how it rolls back."
-        ),
         behaviour_changes=(
             "Linear-attention assistants roll back exactly instead of re-encoding; a cache that can only be rolled "
             "back fully says so once (`logger.warning_once`).",
@@ -169,7 +98,7 @@ STEPS = (
 
 # Bugs of the assisted decoding and Mamba code that 5.24 shares with 5.25 (issue 39)
 # (the main line's steps 13-16; their reproductions print the same on 5.24.0)
-_MAIN_LINE = {step.package: step for step in MAIN_LINE_STEPS}
+_MAIN_LINE = {step.package: step for step in MAIN_LINE.steps}
 _ON_5_24 = {"5.25.0": "5.24.0"}
 STEPS += (
     backport(_MAIN_LINE["step13_continue"], "step7_continue", "7-continue", _ON_5_24),

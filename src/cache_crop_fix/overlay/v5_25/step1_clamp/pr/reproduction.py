@@ -1,0 +1,16 @@
+import torch
+
+from transformers.cache_utils import DynamicSlidingWindowLayer, StaticLayer
+
+
+layer = DynamicSlidingWindowLayer(sliding_window=4)
+layer.activate_past_recording()  # as `generate` sets up an assistant's cache
+layer.update(torch.ones(1, 1, 6, 1), torch.ones(1, 1, 6, 1))
+layer.crop(0)  # `generate`, after every forward
+layer.update(torch.ones(1, 1, 2, 1), torch.ones(1, 1, 2, 1))
+layer.crop(-20)
+print(layer.cumulative_length)  # 5.25.0: -12. With this PR: 0
+layer = StaticLayer(max_cache_len=8)
+layer.update(torch.ones(1, 1, 3, 1), torch.ones(1, 1, 3, 1), {"cache_position": torch.arange(3)})
+layer.crop(-5)
+print(layer.get_seq_length())  # 5.25.0: tensor(-2). With this PR: tensor(0)
