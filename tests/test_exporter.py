@@ -493,13 +493,16 @@ def test_export_commits_a_stack_of_minimal_ruff_clean_commits(synthetic):
     base = _git(repo, "rev-parse", "main")
     assert report.base.commit == base and [step.commit.created for step in report.steps] == [True, True]
     first, second = "fix-cache-crop-1-toy", "fix-cache-crop-2-model"
-    assert _git(repo, "rev-parse", f"{first}~1") == base
-    assert _git(repo, "rev-parse", f"{second}~1") == _git(repo, "rev-parse", first)
-    # The fork branch is the top of the stack and one commit that gives it a local version (no pull request has it)
-    assert _git(repo, "rev-parse", f"{exporter.BRANCH}~1") == _git(repo, "rev-parse", second)
-    sha = _git(repo, "rev-parse", "--short=10", second)
+    # Each pull request needs no other: each is its own commit on the base
+    assert _git(repo, "rev-parse", f"{first}~1") == base and _git(repo, "rev-parse", f"{second}~1") == base
+    # The fork branch is the stack (each step on the previous one) and one commit that gives it a local version (no
+    # pull request has it)
+    stack = f"{exporter.BRANCH}~1"
+    assert _git(repo, "rev-parse", f"{stack}~1") != base and _git(repo, "rev-parse", f"{stack}~2") == base
+    assert _git(repo, "diff", f"{stack}~1", stack) == _git(repo, "diff", base, second)
+    sha = _git(repo, "rev-parse", "--short=10", stack)
     assert report.fork_version == f"5.14.1+cachecropfix.g{sha}"
-    assert _git(repo, "diff", "--name-only", second, exporter.BRANCH).split() == ["src/transformers/__init__.py"]
+    assert _git(repo, "diff", "--name-only", stack, exporter.BRANCH).split() == ["src/transformers/__init__.py"]
     assert (
         _git(repo, "show", f"{exporter.BRANCH}:src/transformers/__init__.py")
         == f'__version__ = "{report.fork_version}"'
@@ -510,7 +513,7 @@ def test_export_commits_a_stack_of_minimal_ruff_clean_commits(synthetic):
         "src/transformers/toy_cache.py",
         "tests/utils/test_cache_utils.py",
     ]
-    assert _git(repo, "diff", "--name-only", first, second).split() == [
+    assert _git(repo, "diff", "--name-only", base, second).split() == [
         "src/transformers/models/toy/modeling_toy.py",
         "src/transformers/models/toy/modular_toy.py",
     ]
@@ -614,9 +617,8 @@ def test_export_writes_a_patch_and_a_short_pr_text_per_step(synthetic):
     # The related threads are said once, in the first pull request
     first, second = (step.pr.read_text() for step in report.steps)
     assert all(section in first for section in ("## Related", "#47977", "#47720")) and "## Related" not in second
-    assert "Fixes #47433." in report.steps[0].pr.read_text() and "on top of `fix-cache-crop-1-toy`" in (
-        report.steps[1].pr.read_text()
-    )
+    assert "Fixes #47433." in report.steps[0].pr.read_text()
+    assert "Part 2 of 2 of the fix for #47433; it applies to `main` on its own." in report.steps[1].pr.read_text()
     assert "**Behaviour change:** It refuses.\n" in report.steps[1].pr.read_text()
     assert "+import operator" in report.steps[0].commit.patch.read_text()
     assert report.series.read_text().count("Subject: [PATCH") == 2
@@ -691,6 +693,28 @@ def test_a_backport_stack_points_to_the_main_stack(synthetic):
     )
     assert "This is a backport: upstream takes fixes on `main` first" in text
     assert "Only the first PR of this stack (`fix-cache-crop-1-" in text
+    # A backport's pull requests build on each other
+    repo = report.base.repo
+    assert _git(repo, "rev-parse", "fix-cache-crop-2-model~1") == _git(repo, "rev-parse", "fix-cache-crop-1-toy")
+    assert "Needs `fix-cache-crop-1-toy`: it is built on that one." in export(target=backport).steps[1].pr.read_text()
+
+
+def test_a_pull_request_that_builds_on_another_must_name_it(synthetic):
+    """A pull request whose change builds on an earlier one's (here: the same method, changed again) would carry that
+    change on its own branch: the export refuses it until the step names the one it needs."""
+    repo, overlay_dirs, _, export = synthetic
+    target = export().target
+    _write(overlay_dirs[1], {"toy_cache.py": OVERLAY_SOURCE.replace('"""New crop."""', '"""Newer crop."""')})
+    with pytest.raises(exporter.ExportError, match="fix-cache-crop-2-model changes src/transformers/toy_cache.py on "):
+        export()
+    needs = dataclasses.replace(target.steps[1], needs=("1-toy",))
+    report = export(target=dataclasses.replace(target, steps=(target.steps[0], needs)))
+    assert _git(repo, "rev-parse", "fix-cache-crop-2-model~1") == _git(repo, "rev-parse", "fix-cache-crop-1-toy")
+    assert "Needs `fix-cache-crop-1-toy`: it is built on that one." in report.steps[1].pr.read_text()
+    with pytest.raises(exporter.ExportError, match="needs '2-model', which is not an earlier pull request"):
+        export(
+            target=dataclasses.replace(target, steps=(dataclasses.replace(target.steps[0], needs=("2-model",)), needs))
+        )
 
 
 def test_export_again_changes_nothing(synthetic):
@@ -809,7 +833,7 @@ def test_pr_text_lists_only_the_test_files_of_its_step():
         "tests/generation/test_candidate_generator.py": ("EarlierTest",),
         "tests/utils/test_cache_utils.py": ("FirstTest", "LaterTest"),
     }
-    lines = new_tests(plan.StepPlan(4, step, (), tests))
+    lines = new_tests(plan.StepPlan(4, step, (), tests, tests))
     assert lines == [
         "- New in `tests/utils/test_cache_utils.py`: `LaterTest` "
         "(`pytest tests/utils/test_cache_utils.py::LaterTest`)."

@@ -1,66 +1,36 @@
-"""The reproductions in the pull request texts of the installed release's target print what their comments say.
+"""The reproductions in the pull request texts of the installed release's target print what their comments say
+(`cache_crop_fix.targets.reproduction`), with the fix and on stock transformers.
 
-A print annotated `# <release>: <stock output>. With this PR: <fixed output>` must print `<fixed output>` with the fix
-(`ValueError` if it says so: the block then raises there) and, on stock `<release>`, `<stock output>` (an exception name
-if the block raises it; a remark in parentheses or after ", and" is not compared). Each block runs in
-a fresh namespace, once on stock transformers and once with the fix, in this process (`cache_crop_fix.revert()` /
-`apply()`).
+Each block runs in a fresh namespace, once on stock transformers and once with the fix, in this process
+(`cache_crop_fix.revert()` / `apply()`). The export's verification runs them again on each step's own branch.
 """
 
 import contextlib
 import io
-import re
 
 import pytest
 
 import cache_crop_fix
 import transformers
 from cache_crop_fix.targets import target_for
+from cache_crop_fix.targets.reproduction import check_reproduction, reproductions
 
 
 TARGET = target_for(transformers.__version__)
-BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
-FIXED = re.compile(r"# [^#]*With this PR: (.+)$")
-STOCK = re.compile(r"# (\d+\.\d+\.\d+): (.+?)\. With this PR: ")
-EXCEPTION = re.compile(r"[A-Z]\w*Error")
 REPRODUCTIONS = [
-    (step.branch, number, block)
-    for step in TARGET.steps
-    for number, block in enumerate(BLOCK.findall(step.summary))
-    if any(FIXED.search(line) for line in block.splitlines())
+    (step.branch, number, block) for step in TARGET.steps for number, block in enumerate(reproductions(step.summary))
 ]
 
 
-def _run(block: str) -> tuple[list[str], BaseException | None]:
+def _run(block: str) -> tuple[list[str], str | None]:
     output = io.StringIO()
     error = None
     with contextlib.redirect_stdout(output):
         try:
-            exec(compile(block, "<pull request text>", "exec"), {})
+            exec(compile(block, "<pull request text>", "exec"), {"__name__": "__main__"})
         except Exception as exception:  # what the block raises is part of what it shows
-            error = exception
+            error = type(exception).__name__
     return output.getvalue().splitlines(), error
-
-
-def _expected(block: str) -> list[str]:
-    """The fixed outputs the block's prints announce, in order (`0, then 0` for a print run twice)."""
-    return [
-        value.strip().rstrip(".")
-        for line in block.splitlines()
-        if (match := FIXED.search(line))
-        for value in match.group(1).split(", then ")
-    ]
-
-
-def _stock_claims(block: str) -> tuple[str | None, list[str]]:
-    """The release the block's comments name and the stock outputs they announce, in order."""
-    release, claims = None, []
-    for line in block.splitlines():
-        if match := STOCK.search(line):
-            release = match.group(1)
-            claim = re.split(r" \(|, and ", match.group(2))[0]
-            claims += [value.strip() for value in claim.split(", then ")]
-    return release, claims
 
 
 def test_every_step_with_a_behaviour_change_shows_a_reproduction():
@@ -70,25 +40,11 @@ def test_every_step_with_a_behaviour_change_shows_a_reproduction():
 
 @pytest.mark.parametrize("branch, number, block", REPRODUCTIONS, ids=[f"{b}-{n}" for b, n, _ in REPRODUCTIONS])
 def test_reproduction_prints_what_its_comments_say(branch, number, block):
-    expected = _expected(block)
     cache_crop_fix.revert()
     try:
-        stock, stock_error = _run(block)
+        stock = _run(block)
     finally:
         cache_crop_fix.apply()
-    fixed, fixed_error = _run(block)
-    if expected[-1] == "ValueError":
-        assert isinstance(fixed_error, ValueError), (fixed, fixed_error)
-        assert fixed == expected[:-1] and stock_error is None, (stock, stock_error)
-    else:
-        assert fixed_error is None, fixed_error
-        assert fixed[-len(expected) :] == expected, fixed
-    assert (stock, type(stock_error)) != (fixed, type(fixed_error)), "the block shows no difference on stock"
-    release, claims = _stock_claims(block)
-    if release == transformers.__version__:
-        if EXCEPTION.fullmatch(claims[-1]):
-            assert type(stock_error).__name__ == claims[-1], (stock, stock_error)
-            assert stock[len(stock) - len(claims) + 1 :] == claims[:-1], stock
-        else:
-            assert stock_error is None, stock_error
-            assert stock[-len(claims) :] == claims, stock
+    fixed = _run(block)
+    assert check_reproduction(block, fixed, stock, transformers.__version__, on_base=True) == []
+    assert stock != fixed, "the block shows no difference on stock"

@@ -1,7 +1,8 @@
 """Installs the overlay's methods on the installed transformers classes at runtime, and takes them off again.
 
 The installed transformers release picks the target (`cache_crop_fix.targets`), and every step of that target is
-installed, in order. In a step package, every module `X` mirrors `transformers.X`: its classes are named like the
+installed, in order. With `CACHE_CROP_FIX_SERIES=upstream` in the environment, only the target's upstream steps are
+(the pull requests of the series, without the fork steps): for checking what the series alone does, never for use. In a step package, every module `X` mirrors `transformers.X`: its classes are named like the
 upstream classes they change and hold only the methods the step adds or replaces, and its module-level functions are
 helpers added to `transformers.X`. When several steps define the same method, the last one's version is installed.
 Each function is re-created with the upstream module's globals (so it reads upstream names exactly as it will inside
@@ -20,6 +21,7 @@ import importlib.abc
 import importlib.util
 import inspect
 import linecache
+import os
 import pkgutil
 import sys
 import textwrap
@@ -27,7 +29,7 @@ import threading
 import types
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .codemod import CODEMODS_NAME, CodemodError, rewrite_statement, statement_changes
 from .targets import Target, supported_ranges, target_for
@@ -92,6 +94,9 @@ class Status:
 
 _lock = threading.RLock()
 # One plan per upstream module, built once: the originals are recorded from the pristine classes, never re-stashed
+# Set to `upstream`: install the target's upstream steps only (the pull requests of the series, for testing them alone)
+SERIES_VAR = "CACHE_CROP_FIX_SERIES"
+
 _plans: dict[str, tuple[Patch, ...]] = {}
 _installed: list[str] = []  # upstream modules patched, in order
 _active = False
@@ -209,6 +214,11 @@ def _check_version() -> Target:
             f"cache_crop_fix supports transformers {supported_ranges()}, but transformers {transformers.__version__} "
             "is installed; nothing was patched."
         )
+    series = os.environ.get(SERIES_VAR, "")
+    if series not in ("", "upstream"):
+        raise ValueError(f"{SERIES_VAR} must be unset or `upstream`, not {series!r}")
+    if series:
+        target = replace(target, steps=target.upstream_steps)
     _target = target
     return target
 

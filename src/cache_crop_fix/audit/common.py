@@ -329,12 +329,22 @@ def _visible(layer, tensor, axis: int, setup: Setup | None, counter: str = "cumu
         or setup is None
         or not setup.hide_stale_static
         or not isinstance(layer, c.StaticLayer)
-        or hasattr(layer, "prefill_keys")  # UnlimitedOcr's reference-sliding layer: its own layout
         or getattr(layer, counter, None) is None
     ):
         return tensor
-    count = int(layer.get_seq_length()) if counter == "cumulative_length" else int(getattr(layer, counter))
     index = torch.arange(tensor.shape[axis]).reshape([-1] + [1] * (tensor.dim() - (axis % tensor.dim()) - 1))
+    if hasattr(layer, "prefill_keys"):
+        if layer.keys is None:  # never updated: zeros already
+            return tensor
+        # UnlimitedOcr's reference-sliding layer: its sliding part (`keys`), or the prefill part then the sliding part
+        # (what `update` returns), each held up to its own count
+        prefill_slots = tensor.shape[axis] - layer.keys.shape[-2]
+        if prefill_slots not in (0, layer.prefill_keys.shape[-2]):
+            return tensor  # the states of a prefill, not the buffers
+        sliding = min(int(layer.cumulative_length), layer.keys.shape[-2])
+        stale = (index < prefill_slots) & (index >= layer.prefill_cumulative_length)
+        return tensor.masked_fill(stale | (index >= prefill_slots + sliding), 0)
+    count = int(layer.get_seq_length()) if counter == "cumulative_length" else int(getattr(layer, counter))
     return tensor.masked_fill(index >= max(count, 0), 0)
 
 

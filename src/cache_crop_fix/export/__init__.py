@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ..targets import TARGETS, Target, get_target, target_for
 from .base import BRANCH, Base, base_version, get_base
-from .commit import StepCommit, commit_step, contributor, finish_stack
+from .commit import StepCommit, commit_step, contributor, finish_stack, stack_commit
 from .format import RuffReport, apply_ruff, check_minimal
 from .plan import StepPlan, modular_counterpart, plan_stack
 from .pr_text import AI_CHECKBOX, commit_message, lines_outside_details, pr_text
@@ -103,34 +103,57 @@ def export(
     pyproject = read_at(the_base.repo, the_base.commit, "pyproject.toml")
     setup_py = read_at(the_base.repo, the_base.commit, "setup.py")
 
-    steps, parent, sources = [], the_base.commit, {}
+    steps, stack_top, stack_sources, stacked = [], the_base.commit, {}, []
 
-    def read(path: str) -> str | None:
-        if path not in sources:
-            sources[path] = read_at(the_base.repo, the_base.commit, path)
-        return sources[path]
+    def make_reader(sources: dict[str, str | None], commit: str) -> Callable[[str], str | None]:
+        def read(path: str) -> str | None:
+            if path not in sources:
+                sources[path] = read_at(the_base.repo, commit, path)
+            return sources[path]
 
-    for plan in stack.steps:
+        return read
+
+    def changes_of(plan: StepPlan, tests, read) -> tuple[dict[str, FileChange], list[str], RuffReport]:
         try:
-            changes, notes = transplant_step(plan.overlays, plan.tests, stack.test_sources, read, modular_counterpart)
+            changes, notes = transplant_step(plan.overlays, tests, stack.test_sources, read, modular_counterpart)
         except TransplantError as error:
             raise ExportError(f"step {plan.branch}: {error}") from error
         ruff = apply_ruff(changes, pyproject, setup_py)
         problems = check_minimal(changes)
         if problems:
             raise ExportError(f"step {plan.branch} would change more than it owns:\n  " + "\n  ".join(problems))
+        return changes, notes, ruff
+
+    for plan in stack.steps:
         message = commit_message(plan, len(stack.target.upstream_steps))
-        commit = commit_step(the_base.repo, parent, changes, message, plan.branch, identity, date, dist)
-        sources.update({path: change.source for path, change in changes.items()})
+        changes, notes, ruff = changes_of(plan, plan.stack_tests, make_reader(stack_sources, the_base.commit))
+        if plan.upstream:
+            # On the stack (the fork branch), then on its own branch: the base, or the pull request it needs
+            stack_top = stack_commit(the_base.repo, stack_top, changes, message, identity, date)
+            parent, classes = the_base.commit, set()
+            for number in plan.needs:  # the changes of the pull requests it needs, each on the previous one
+                needed = stack.steps[number - 1]
+                classes |= set(needed.test_classes)
+                needed_changes, _, _ = changes_of(needed, _restrict(plan.tests, classes), make_reader({}, parent))
+                needed_message = commit_message(needed, len(stack.target.upstream_steps))
+                parent = stack_commit(the_base.repo, parent, needed_changes, needed_message, identity, date)
+            own, notes, ruff = changes_of(plan, plan.tests, make_reader({}, parent))
+            commit = commit_step(the_base.repo, parent, own, message, plan.branch, identity, date, dist)
+            _check_same_change(the_base.repo, plan, stacked[-1] if stacked else the_base.commit, stack_top, commit)
+        else:
+            commit = commit_step(the_base.repo, stack_top, changes, message, plan.branch, identity, date, dist)
+            stack_top = commit.commit
+        stacked.append(stack_top)
+        stack_sources.update({path: change.source for path, change in changes.items()})
         pr = dist / f"PR-{plan.step.branch}.md"
         if not plan.upstream:
             pr.unlink(missing_ok=True)  # a fork step is no pull request (it may have been one in an earlier table)
         steps.append(StepReport(plan, commit, changes, ruff, notes, pr if plan.upstream else None, 0))
-        parent = commit.commit
     _remove_stale_steps(the_base, dist, [step.commit.branch for step in steps], [s.pr for s in steps if s.pr], log)
     series, fork_version = finish_stack(
         the_base.repo,
-        [step.commit for step in steps],
+        the_base.commit,
+        stacked,
         len(stack.target.upstream_steps),
         dist,
         the_base.is_sdist,
@@ -140,7 +163,7 @@ def export(
 
     stored = build_dir / target.name / "verify" / "report.json"
     verification = None
-    top = steps[-1].commit.commit
+    top = " ".join(step.commit.commit for step in steps)  # every branch (a pull request's is not on the stack)
     if run_verify:
         verification = verify_stack(
             the_base,
@@ -176,6 +199,35 @@ def export(
         run_verify,
         fork_version,
     )
+
+
+def _restrict(tests: Mapping[str, tuple[str, ...]], classes: set[str]) -> dict[str, tuple[str, ...]]:
+    """`tests` with only the test classes in `classes`."""
+    kept = {path: tuple(name for name in names if name in classes) for path, names in tests.items()}
+    return {path: names for path, names in kept.items() if names}
+
+
+def _check_same_change(repo: Path, plan: StepPlan, stack_parent: str, stack_top: str, commit: StepCommit) -> None:
+    """A pull request's branch must change the code as its commit on the stack does: else it carries (or lacks) a
+    change of an earlier pull request, which it must then name in `Step.needs`."""
+
+    def changed_lines(parent: str, child: str) -> dict[str, list[str]]:
+        files: dict[str, list[str]] = {}
+        for line in git(repo, "diff", "-U0", "--no-color", parent, child, "--", "src").splitlines():
+            if line.startswith("diff --git"):
+                lines = files.setdefault(line.split(" b/")[-1], [])
+            elif not line.startswith(("index ", "@@", "---", "+++")):
+                lines.append(line)
+        return files
+
+    on_stack, alone = changed_lines(stack_parent, stack_top), changed_lines(commit.parent, commit.commit)
+    differing = sorted(path for path in on_stack.keys() | alone.keys() if on_stack.get(path) != alone.get(path))
+    if differing:
+        on = "the base" if plan.alone else "the pull requests it needs"
+        raise ExportError(
+            f"step {plan.branch} changes {', '.join(differing)} on {on} otherwise than on the stack: it builds on a "
+            "change of an earlier pull request; name that one in its `needs` (targets/<target>.py), or move the change"
+        )
 
 
 def _remove_stale_steps(base: Base, dist: Path, branches: list[str], texts: list[Path], log: Callable) -> None:

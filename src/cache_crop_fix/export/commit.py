@@ -1,8 +1,10 @@
-"""Stage 5: commit each step on top of the previous one, one branch each (`fix-cache-crop-1-clamp`, ...; the top one
-is also `fix-cache-crop`), and write one patch per step to `dist/`.
+"""Stage 5: commit each step on top of the previous one (the stack), and each step on its own branch
+(`fix-cache-crop-1-clamp`, ...), and write one patch per step to `dist/`.
 
-The top branch, `fix-cache-crop`, is the fork branch: one more commit on the top step gives it a local version
-(`fork_version`), so that an install of it says what it is; the pull requests' branches never have that commit.
+A pull request's branch is its own commit on the base, or on the branch of the pull request it needs; a fork step's
+branch is its commit on the stack. The top of the stack is the fork branch, `fix-cache-crop`: one more commit gives it
+a local version (`fork_version`), so that an install of it says what it is; the pull requests' branches never have
+that commit.
 
 Commits are made from trees (git plumbing): a contributor's work tree and index are left alone. They are
 reproducible: the author is the contributor's (git config, or `--author`), the date the base's; exporting again from
@@ -86,6 +88,15 @@ def _set_branch(repo: Path, branch: str, commit: str) -> None:
         git(repo, "branch", "-f", branch, commit)
 
 
+def stack_commit(
+    repo: Path, parent: str, changes: dict[str, FileChange], message: str, author: tuple[str, str], date: str
+) -> str:
+    """Commits `changes` on `parent` without a branch (a pull request's commit on the stack): the same inputs give the
+    same commit."""
+    tree = _tree_with(repo, parent, changes)
+    return git(repo, "commit-tree", tree, "-p", parent, "-F", "-", env=git_env(author, date), input=message).strip()
+
+
 def commit_step(
     repo: Path,
     parent: str,
@@ -140,43 +151,42 @@ def _is_same(repo: Path, commit: str, parent: str, tree: str, message: str, auth
     return parents == [parent] and fields == [tree, *author] and same_message
 
 
-def version_fork(repo: Path, top: StepCommit, author: tuple[str, str], date: str) -> tuple[str, str]:
+def version_fork(repo: Path, top: str, author: tuple[str, str], date: str) -> tuple[str, str]:
     """The fork branch's own commit on top of the stack (see `fork_version`): made, or found up to date. Returns it
     and the local version it sets."""
-    version, sources = versioned_sources(
-        read_at(repo, top.commit, INIT_PATH), read_at(repo, top.commit, SETUP_PATH), top.commit
-    )
-    changes = {path: FileChange(path, source, read_at(repo, top.commit, path)) for path, source in sources.items()}
-    tree = _tree_with(repo, top.commit, changes)
-    text = fork_message(version, top.commit)
+    version, sources = versioned_sources(read_at(repo, top, INIT_PATH), read_at(repo, top, SETUP_PATH), top)
+    changes = {path: FileChange(path, source, read_at(repo, top, path)) for path, source in sources.items()}
+    tree = _tree_with(repo, top, changes)
+    text = fork_message(version, top)
     current = rev(repo, f"refs/heads/{BRANCH}")
-    if current is not None and _is_same(repo, current, top.commit, tree, text, author):
+    if current is not None and _is_same(repo, current, top, tree, text, author):
         return current, version
-    commit = git(repo, "commit-tree", tree, "-p", top.commit, "-F", "-", env=git_env(author, date), input=text)
+    commit = git(repo, "commit-tree", tree, "-p", top, "-F", "-", env=git_env(author, date), input=text)
     return commit.strip(), version
 
 
 def finish_stack(
     repo: Path,
-    commits: list[StepCommit],
+    base: str,
+    stack: list[str],
     num_upstream: int,
     dist_dir: Path,
     check_out: bool,
     author: tuple[str, str],
     date: str,
 ) -> tuple[Path, str]:
-    """Points `fix-cache-crop` at the fork branch's version commit on top of the stack, writes the fork branch's steps
-    (every commit, without that one) and the upstream series (its first `num_upstream` commits) as one mbox each (`git
-    am` applies them), and checks the top branch out when the repository is ours (the sdist's). Returns the fork
-    branch's mbox and its local version."""
-    top = commits[-1]
+    """Points `fix-cache-crop` at the fork branch's version commit on top of the stack (`stack`: each step's commit on
+    the previous one, from `base`), writes the fork branch's steps (every commit, without that one) and the upstream
+    series (its first `num_upstream` commits) as one mbox each (`git am` applies them, in order), and checks the top
+    branch out when the repository is ours (the sdist's). Returns the fork branch's mbox and its local version."""
+    top = stack[-1]
     fork, version = version_fork(repo, top, author, date)
     if rev(repo, f"refs/heads/{BRANCH}") != fork:
         _set_branch(repo, BRANCH, fork)
     if check_out and git(repo, "symbolic-ref", "-q", "HEAD", check=False).strip() != f"refs/heads/{BRANCH}":
         git(repo, "checkout", "-q", BRANCH)
     series = dist_dir / f"{BRANCH}.patch"
-    for path, last in ((series, top), (dist_dir / f"{BRANCH}-upstream.patch", commits[num_upstream - 1])):
-        stack_range = f"{commits[0].parent}..{last.commit}"
+    for path, last in ((series, top), (dist_dir / f"{BRANCH}-upstream.patch", stack[num_upstream - 1])):
+        stack_range = f"{base}..{last}"
         write_if_changed(path, git(repo, "format-patch", "--stdout", "--no-signature", stack_range))
     return series, version

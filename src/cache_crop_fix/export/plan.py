@@ -1,8 +1,10 @@
 """Stage 2: plan the stack, step by step, from the target's table (`cache_crop_fix.targets.<target>.STEPS`).
 
-Each step of the table becomes one commit and branch: it transplants its overlay package (`overlay/<target>/<step>/`)
-and adds its test classes (`Step.tests`) to upstream's test files. The upstream steps are the pull requests of the
-series; the fork steps follow them, on the fork branch only. The plan checks, before anything is written, that the base
+Each step of the table becomes one commit of the stack (the fork branch): it transplants its overlay package
+(`overlay/<target>/<step>/`) and adds its test classes (`Step.tests`) to upstream's test files. The upstream steps are
+the pull requests of the series; the fork steps follow them, on the fork branch only. A pull request's own branch is
+built on the base, after the changes of the pull requests it needs (`Step.needs`, and theirs; in a backport, every
+earlier one), and holds their tests and its own. The plan checks, before anything is written, that the base
 is the release the target was written for, that the fork steps come after the upstream ones, and that every test class
 of our upstream-style tests belongs to exactly one step.
 """
@@ -26,7 +28,14 @@ class StepPlan:
     number: int  # 1, 2, ...
     step: Step
     overlays: tuple[OverlayModule, ...]
-    tests: Mapping[str, tuple[str, ...]]  # upstream test path -> the test classes of this step and every earlier one
+    # upstream test path -> the test classes on this step's branch: its own and those of the steps it is built on
+    tests: Mapping[str, tuple[str, ...]]
+    # upstream test path -> the test classes on the stack after this step: its own and those of every earlier step
+    stack_tests: Mapping[str, tuple[str, ...]]
+    # The numbers of the pull requests this one's branch is built on (those it needs and theirs, in order; empty: the
+    # base). A fork step is on the stack
+    needs: tuple[int, ...] = ()
+    on_branch: frozenset[int] = frozenset()  # the numbers of the steps whose changes this step's branch holds
 
     @property
     def branch(self) -> str:
@@ -36,6 +45,11 @@ class StepPlan:
     def upstream(self) -> bool:
         """Whether this step is a pull request of the upstream series (else it is on the fork branch only)."""
         return self.step.upstream
+
+    @property
+    def alone(self) -> bool:
+        """Whether this step's branch is its own commit on the base (a pull request that needs no other)."""
+        return self.upstream and not self.needs
 
     @property
     def test_classes(self) -> tuple[str, ...]:
@@ -147,9 +161,42 @@ def plan_stack(
     if problems:
         raise ExportError("the steps table and the tests do not match:\n  " + "\n  ".join(problems))
 
-    steps, so_far = [], set()
+    needs = _needs(target)
+
+    def classes_of(numbers: set[int]) -> dict[str, tuple[str, ...]]:
+        names = {name for number in numbers for name in target.steps[number - 1].tests}
+        tests = {path: tuple(name for name in classes if name in names) for path, classes in classes_in.items()}
+        return {path: classes for path, classes in tests.items() if classes}
+
+    steps = []
     for number, (step, step_overlays) in enumerate(zip(target.steps, overlays), start=1):
-        so_far |= set(step.tests)
-        tests = {path: tuple(n for n in names if n in so_far) for path, names in classes_in.items()}
-        steps.append(StepPlan(number, step, tuple(step_overlays), {p: t for p, t in tests.items() if t}))
+        stack = classes_of(set(range(1, number + 1)))
+        on_branch = {number, *needs[number]} if step.upstream else set(range(1, number + 1))
+        tests = classes_of(on_branch)
+        steps.append(StepPlan(number, step, tuple(step_overlays), tests, stack, needs[number], frozenset(on_branch)))
     return Stack(target, base, tuple(steps), test_sources)
+
+
+def _needs(target: Target) -> dict[int, tuple[int, ...]]:
+    """For each step's number, the numbers of the pull requests its branch is built on, in order: those it names and
+    theirs (a backport's: every earlier one). A fork step's branch is on the stack: none."""
+    numbers = {step.branch: number for number, step in enumerate(target.steps, start=1)}
+    needs: dict[int, tuple[int, ...]] = {}
+    problems = []
+    for number, step in enumerate(target.steps, start=1):
+        if not step.upstream:
+            needs[number] = ()
+            if step.needs:
+                problems.append(f"fork step {step.branch} names `needs`: it is on the stack, after every step")
+            continue
+        named = set(range(1, number)) if target.backport_of else set()
+        for branch in step.needs:
+            needed = numbers.get(branch)
+            if needed is None or needed >= number or not target.steps[needed - 1].upstream:
+                problems.append(f"step {step.branch} needs {branch!r}, which is not an earlier pull request")
+            else:
+                named |= {needed, *needs[needed]}
+        needs[number] = tuple(sorted(named))
+    if problems:
+        raise ExportError(f"targets/{target.name}.py:\n  " + "\n  ".join(problems))
+    return needs

@@ -52,7 +52,7 @@ def pr_text(
     """The text of an upstream step's pull request; `plans` are the pull requests of the series, in order."""
     plans = [other for other in plans if other.upstream]
     total = len(plans)
-    previous = plans[plan.number - 2].branch if plan.number > 1 else None
+    needed = ", ".join(f"`{plans[number - 1].branch}`" for number in plan.needs) or None  # they come first
     # On `main`, #47433 (reported against 5.14) is closed: the series follows it and #47720 (`tokens_to_remove`) up
     what = (
         f"the fix for #{ISSUE}" if target.closes_issue or target.backport_of else f"a follow-up to #47720 / #{ISSUE}"
@@ -62,7 +62,9 @@ def pr_text(
         what = f"the {target.label} of {what} (the stack for `main`, on transformers {main.sdist_version}, goes first)"
     position = (
         f"Part {plan.number} of {total} of {what}"
-        + (f", on top of `{previous}` (review that one first)." if previous else ".")
+        + (f". Needs {needed}: it is built on {'that one' if len(plan.needs) == 1 else 'those'}." if needed else "")
+        + ("; it applies to `main` on its own." if needed is None and total > 1 and not target.backport_of else "")
+        + ("." if needed is None and (total == 1 or target.backport_of) else "")
         + (f" Fixes #{ISSUE}." if plan.number == 1 and target.closes_issue else "")
     )
     lines = [f"# {plan.step.title}", "## What does this PR do?", fold_long_code(plan.step.summary), position, ""]
@@ -88,7 +90,7 @@ def pr_text(
         )
     details = []
     if verification is not None:
-        against = "the unpatched base" if plan.number == 1 else f"`{previous}`"
+        against = "the unpatched base" if needed is None else needed
         behaviour, api = verification.fail_before("behaviour"), verification.fail_before("api")
         counts = []
         if behaviour[1]:
@@ -105,7 +107,8 @@ def pr_text(
         checks.insert(
             0,
             f"- With this PR, transformers from the branch (its `src/`) passes all {len(verification.outcomes)} tests "
-            f"of this and the earlier PRs in a clean venv{skipped}.",
+            f"of {'this PR' if needed is None else 'this PR and those it is built on'} in a clean venv{skipped}, and "
+            "its reproductions print what their comments say.",
         )
         details = [
             "<details><summary>Per test class: failing against the previous state; checks</summary>",

@@ -1,8 +1,10 @@
 """Stage 6: verify each step in an isolated venv (no `cache_crop_fix` in it).
 
-For every step, a wheel is built from its commit and its tests, with those of every earlier step, must pass with it;
-the step's own tests run against the previous step too (the unpatched base for the first one), where at least one must
-fail: that is what proves the step. Those failures are counted by kind: behaviour (the test checks the cache's state)
+For every step, its branch's tests (its own and those of the steps it is built on) must pass with transformers from its
+branch; the step's own tests run against what its branch is built on too (the unpatched base for a pull request that
+needs no other, the pull request it needs, or for a fork step the previous step of the stack), where at least one must
+fail: that is what proves the step. So do the reproductions of its pull request text: with the step, each prints what
+its comments announce; on the base, what they say the release prints. Those failures are counted by kind: behaviour (the test checks the cache's state)
 or new API and wording (a keyword, a warning, a message: `Step.api_tests`).
 
 The venv holds torch, pytest, parameterized and the optional quantization backends (optimum-quanto, hqq), so that the
@@ -25,6 +27,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
+from ..targets.reproduction import check_reproduction, reproductions
 from .base import Base
 from .commit import StepCommit
 from .plan import StepPlan
@@ -34,9 +37,10 @@ from .shell import ExportError, git, run
 # The packages of the verification venv, at the versions of this environment
 VENV_PACKAGES = ("torch", "pytest", "parameterized", "numpy", "optimum-quanto", "hqq", "setuptools")
 
-# Runs in the verification venv: the seed issue's reproduction, then the tests, in one process
+# Runs in the verification venv: the seed issue's reproduction, the tests, then the reproductions of the step's pull
+# request text (last: they may patch transformers), each in a fresh namespace, in one process
 _DRIVER = """\
-import importlib.util, json, sys, warnings
+import contextlib, importlib.util, io, json, sys, warnings
 
 import pytest
 import torch
@@ -64,7 +68,19 @@ with open(sys.argv[1], "w") as smoke:
         },
         smoke,
     )
-sys.exit(pytest.main(sys.argv[2:]))
+status = pytest.main(sys.argv[4:])
+printed = {}
+for script in json.loads(sys.argv[3]):
+    output, error = io.StringIO(), None
+    with contextlib.redirect_stdout(output):
+        try:
+            exec(compile(open(script).read(), script, "exec"), {"__name__": "__main__"})
+        except Exception as exception:
+            error = type(exception).__name__
+    printed[script] = [output.getvalue().splitlines(), error]
+with open(sys.argv[2], "w") as reproductions:
+    json.dump(printed, reproductions)
+sys.exit(status)
 """
 
 
@@ -76,6 +92,8 @@ class StepVerification:
     kinds: dict[str, str]  # this step's test ids -> "behaviour" or "api"
     smoke: dict[str, dict] = field(default_factory=dict)  # "step" / "previous" -> the seed reproduction
     problems: list[str] = field(default_factory=list)
+    # "step" / "previous" -> each reproduction of the pull request text -> [printed lines, exception name or None]
+    reproductions: dict[str, dict[str, list]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -239,13 +257,19 @@ class _Run:
     site: Path
     selection: list[str]
     work_dir: Path
+    scripts: list[Path] = field(default_factory=list)  # the reproductions of the pull request text
+
+    @property
+    def printed(self) -> Path:
+        return self.work_dir / f"reproductions-{self.name}.json"
 
     def start(self, python: Path, env: dict) -> subprocess.Popen:
         report, smoke = self.work_dir / f"junit-{self.name}.xml", self.work_dir / f"smoke-{self.name}.json"
-        for path in (report, smoke):
+        for path in (report, smoke, self.printed):
             path.unlink(missing_ok=True)
         pytest = [*self.selection, "-q", "-p", "no:cacheprovider", "-c", "pyproject.toml", "--rootdir", "."]
-        command = [python, "-c", _DRIVER, smoke, *pytest, f"--junitxml={report}"]
+        scripts = json.dumps([str(script) for script in self.scripts])
+        command = [python, "-c", _DRIVER, smoke, self.printed, scripts, *pytest, f"--junitxml={report}"]
         log_file = (self.work_dir / f"pytest-{self.name}.log").open("w")
         run_env = {**env, "PYTHONPATH": str(self.site)}
         return subprocess.Popen(
@@ -257,7 +281,21 @@ class _Run:
         if not smoke.exists():
             output = (self.work_dir / f"pytest-{self.name}.log").read_text()[-3000:]
             raise ExportError(f"the verification run {self.name} failed before its tests:\n{output}")
-        return json.loads(smoke.read_text()), (_junit_outcomes(report) if report.exists() else {})
+        printed = json.loads(self.printed.read_text()) if self.printed.exists() else {}
+        printed = {Path(script).name: value for script, value in printed.items()}
+        return json.loads(smoke.read_text()), (_junit_outcomes(report) if report.exists() else {}), printed
+
+
+def _write_reproductions(plan: StepPlan, step_dir: Path) -> list[Path]:
+    """The reproductions of the step's pull request text (as the text shows them), as scripts in `step_dir`."""
+    step_dir.mkdir(parents=True, exist_ok=True)
+    for stale in step_dir.glob("reproduction-*.py"):
+        stale.unlink()
+    scripts = []
+    for number, block in enumerate(reproductions(plan.step.summary), start=1):
+        scripts.append(step_dir / f"reproduction-{number}.py")
+        scripts[-1].write_text(block)
+    return scripts
 
 
 def verify_stack(
@@ -277,30 +315,36 @@ def verify_stack(
     if not (base_dir / "commit").exists() or (base_dir / "commit").read_text() != base.commit:
         _archive(repo, base.commit, ["src/transformers"], base_dir / "tree")
         (base_dir / "commit").write_text(base.commit)
-    sites = [base_dir / "tree" / "src"]
     # Installed wheels are kept next to the venv, by commit: the commits are reproducible, so another export of the
     # same stack (e.g. the end-to-end test, in another build folder) reuses them
     wheel_cache = venv.parent / f"{venv.name}-wheels"
     # The steps run from their `src/` (what changes between them is a few files); the top of the stack, which people
     # install, runs from a wheel built from it, so that its packaging is checked too
+    sites = {base.commit: base_dir / "tree" / "src"}
     for commit in commits[:-1]:
-        sites.append(_source_step(repo, commit.commit, wheel_cache / commit.commit[:16]))
+        sites[commit.commit] = _source_step(repo, commit.commit, wheel_cache / commit.commit[:16])
+    for commit in commits:
+        if commit.parent not in sites:  # the last pull request, on the stack under the first fork step
+            sites[commit.parent] = _source_step(repo, commit.parent, wheel_cache / commit.parent[:16])
     log(f"building and installing the wheel of {commits[-1].branch} (the other steps run from their src/)")
     phases = {"venv and sources": time.monotonic() - start}
-    sites.append(_install_step(python, repo, commits[-1].commit, wheel_cache / commits[-1].commit[:16], log))
-    _ensure_dependencies(python, sites[-1], venv)
+    sites[commits[-1].commit] = _install_step(
+        python, repo, commits[-1].commit, wheel_cache / commits[-1].commit[:16], log
+    )
+    _ensure_dependencies(python, sites[commits[-1].commit], venv)
     phases["wheel"] = time.monotonic() - start - phases["venv and sources"]
 
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
     env.update(PYTHONNOUSERSITE="1", PYTHONDONTWRITEBYTECODE="1", TRANSFORMERS_NO_ADVISORY_WARNINGS="1")
     runs = []
-    for index, (plan, commit) in enumerate(zip(plans, commits)):
+    for plan, commit in zip(plans, commits):
         step_dir = work_dir / commit.branch
         tree = step_dir / "tests"
         _archive(repo, commit.commit, [*plan.tests, "pyproject.toml"], tree)
         own = [f"{path}::{name}" for path, names in plan.tests.items() for name in names if name in plan.test_classes]
-        runs.append(_Run("step", tree, sites[index + 1], list(plan.tests), step_dir))
-        runs.append(_Run("previous", tree, sites[index], own, step_dir))
+        scripts = _write_reproductions(plan, step_dir)
+        runs.append(_Run("step", tree, sites[commit.commit], list(plan.tests), step_dir, scripts))
+        runs.append(_Run("previous", tree, sites[commit.parent], own, step_dir, scripts))
 
     log(f"running the tests of {len(plans)} steps, each with its wheel and with the step before it")
     pending, active = list(runs), []
@@ -314,15 +358,29 @@ def verify_stack(
     steps = []
     for index, plan in enumerate(plans):
         step_run, previous_run = runs[2 * index], runs[2 * index + 1]
-        smoke_step, outcomes = step_run.results()
-        smoke_previous, previous = previous_run.results()
+        smoke_step, outcomes, printed_step = step_run.results()
+        smoke_previous, previous, printed_previous = previous_run.results()
         kinds = {
             test_id: "api" if test_id.split("::")[1].split(".")[0] in plan.step.api_tests else "behaviour"
             for test_id in previous
         }
         result = StepVerification(
-            commits[index].branch, outcomes, previous, kinds, {"step": smoke_step, "previous": smoke_previous}
+            commits[index].branch,
+            outcomes,
+            previous,
+            kinds,
+            {"step": smoke_step, "previous": smoke_previous},
+            reproductions={"step": printed_step, "previous": printed_previous},
         )
+        on_base = commits[index].parent == base.commit
+        for script in step_run.scripts:
+            code = script.read_text()
+            result.problems += [
+                f"{script.name}: {problem}"
+                for problem in check_reproduction(
+                    code, printed_step.get(script.name), printed_previous.get(script.name), base.version, on_base
+                )
+            ]
         for side, smoke, site in (
             ("step", smoke_step, step_run.site),
             ("previous", smoke_previous, previous_run.site),
@@ -331,7 +389,7 @@ def verify_stack(
                 result.problems.append(f"the {side} run imported transformers from {smoke['transformers']}")
             if smoke["overlay_importable"]:
                 result.problems.append(f"cache_crop_fix is importable in the {side} run: it is not isolated")
-        if (smoke_step["crop(0)"], smoke_step["crop(-5)"]) != tuple(seed_lengths):
+        if 1 in plan.on_branch and (smoke_step["crop(0)"], smoke_step["crop(-5)"]) != tuple(seed_lengths):
             result.problems.append(f"the seed reproduction gives {smoke_step['crop(0)']}, {smoke_step['crop(-5)']}")
         if not outcomes:
             result.problems.append("no test ran")

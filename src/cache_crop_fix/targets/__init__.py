@@ -10,11 +10,14 @@ fingerprints of every method its overlay replaces, and its stack of steps: each 
   beyond the series (atomic pre-checks, refusal messages, fast paths, models `generate` cannot reach today).
 
 The fork steps come after the upstream ones, so that the series applies to `main` on its own and the fork branch is the
-series plus the fork steps. A step's text (what it does and why, for its pull request and commit) lives next to its
-overlay, in `overlay/<name>/<step>/pr/`: `text.md`, where a line `<!-- reproduction.py -->` stands for that Python file
-of the same folder as a code block (a script ruff formats and `tests/test_pr_texts.py` runs). `pr/` is no package: the
-patcher and the exporter never take it for an overlay module, and the runtime never reads it. The patcher installs every step of the target that matches the installed transformers; the
-exporter reads the same table.
+series plus the fork steps. Each pull request of `main`'s series applies to `main` alone, unless it names those it
+needs (`Step.needs`); a backport's pull requests build on each other.
+
+A step's text (what it does and why, for its pull request and commit) lives next to its overlay, in
+`overlay/<name>/<step>/pr/`: `text.md`, where a line `<!-- reproduction.py -->` stands for that Python file of the same
+folder as a code block (a script ruff formats and `tests/test_pr_texts.py` runs). `pr/` is no package: the patcher and
+the exporter never take it for an overlay module, and the runtime never reads it. The patcher installs every step of
+the target that matches the installed transformers; the exporter reads the same table.
 """
 
 from __future__ import annotations
@@ -46,6 +49,9 @@ class Step:
     api_tests: tuple[str, ...] = ()
     behaviour_changes: tuple[str, ...] = ()  # one markdown item each, for the pull request text
     kind: str = "upstream"  # "upstream" (a pull request of the series) or "fork" (the fork branch only)
+    # The branch suffixes of the earlier pull requests this one builds on (`("1-clamp",)`). A pull request of `main`'s
+    # series that needs none is branched from `main` and verified alone; a backport's build on every earlier one
+    needs: tuple[str, ...] = ()
     # What the pull request does and why (markdown), when it is not read from `pr/text.md` (the exporter's own tests)
     text: str | None = None
     # The overlay package whose `pr/` folder holds the text (the `Target` sets its own; a backport names the step of
@@ -54,6 +60,8 @@ class Step:
     text_changes: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self):
+        if isinstance(self.needs, str):
+            raise TypeError(f"step {self.package}: `needs` is a tuple of branch suffixes, not the str {self.needs!r}")
         if self.kind not in STEP_KINDS:
             raise ValueError(f"step {self.package}: kind {self.kind!r} is not one of {', '.join(STEP_KINDS)}")
 

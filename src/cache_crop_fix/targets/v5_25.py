@@ -51,6 +51,7 @@ STEPS = (
         "step4_ocr",
         "4-ocr",
         "Crop the prefill tokens of UnlimitedOcr's static reference sliding-window layer",
+        needs=("1-clamp",),  # the clamp of `StaticSlidingWindowLayer.crop`, whose removal it splits
         tests=("UnlimitedOcrStaticCropTest",),
         behaviour_changes=("A crop beyond the decoded tokens removes prefill tokens too (they were kept).",),
     ),
@@ -58,6 +59,7 @@ STEPS = (
         "step5_indexer",
         "5-indexer",
         "Crop the indexer positions of `StaticIndexedLayer`",
+        needs=("1-clamp",),  # the clamp of `StaticIndexedLayer.crop`
         tests=("StaticIndexedLayerPositionsCropTest", "Qwen4ExpStaticCacheAssistedDecodingTest"),
         behaviour_changes=("`StaticIndexedLayer.crop` removes the positions of the removed tokens too.",),
     ),
@@ -65,6 +67,7 @@ STEPS = (
         "step6_lookup",
         "6-lookup",
         "Leave room for the main model's token in the candidates of prompt lookup, DFlash and MTP",
+        needs=("2-history",),  # with a hybrid main model, the drafts that now fit are rolled back through its history
         tests=("PromptLookupCandidateGeneratorTest", "DFlashStaticCacheTest", "MTPCandidateGeneratorStaticCacheTest"),
         behaviour_changes=(
             "Near `max_length`, prompt lookup, DFlash and MTP propose fewer candidates (the surplus was discarded, or "
@@ -121,8 +124,14 @@ STEPS = (
         "step12_refeed",
         "12-refeed",
         "Re-feed only the tokens the MTP layers have seen",
+        # The main cache's rollback (a hybrid main model), the MTP cache's `crop(0)`, and Bailing-hybrid's MTP layers
+        needs=("2-history", "10-mtp", "11-bailing"),
         tests=("MTPCandidateGeneratorShortPromptTest",),
-        behaviour_changes=("`use_mtp=True` with several MTP layers works after a prompt shorter than them.",),
+        behaviour_changes=(
+            "`use_mtp=True` with several MTP layers works after a prompt shorter than them.",
+            "A recording linear layer stores a first conv update shorter than the kernel behind zeros, as one that does "
+            "not record does.",
+        ),
     ),
     Step(
         "step13_continue",

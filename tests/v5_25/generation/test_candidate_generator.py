@@ -249,6 +249,20 @@ class MTPCandidateGeneratorShortPromptTest(unittest.TestCase):
             mtp = model.generate(input_ids, use_mtp=True, do_sample=False, max_new_tokens=10)
         self.assertEqual(mtp.tolist(), model.generate(input_ids, do_sample=False, max_new_tokens=10).tolist())
 
+    def test_conv_states_after_a_prompt_shorter_than_the_kernel(self):
+        """After a one-token prompt, the linear layer's conv states keep the left context a fresh forward has."""
+        input_ids = torch.tensor([[5]])
+        with tempfile.TemporaryDirectory() as checkpoint:  # the MTP layers are loaded from the checkpoint
+            model = _bailing_hybrid_with_mtp_layers(
+                checkpoint, ["linear_attention", "full_attention"], ["full_attention"] * 2
+            )
+            out = model.generate(
+                input_ids, use_mtp=True, do_sample=False, max_new_tokens=4, return_dict_in_generate=True
+            )
+        conv_states, length = out.cache.layers[0].conv_states[0], out.cache.get_seq_length()
+        fresh = model(out.sequences[:, :length]).cache.layers[0].conv_states[0]
+        torch.testing.assert_close(conv_states[..., -fresh.shape[-1] :], fresh, rtol=0, atol=1e-12)
+
 
 @require_torch
 class MTPCandidateGeneratorCacheSizeTest(unittest.TestCase):
