@@ -87,7 +87,7 @@ V5_25_TESTS := tests/v5_25 tests/test_generation_main_hybrid.py tests/test_gener
   tests/test_generation_drafter_caches.py
 # The calls users make (issue 39): once, on this CPU's kernels (their comparisons are those of the sweeps above)
 test-v5_25: $(STAMP_25)
-	$(PY_25) -m pytest -n auto --dist loadfile $(V5_25_TESTS) tests/test_generation_user_patterns.py tests/test_audit.py tests/test_stock_parity.py tests/test_syncs.py tests/test_compile.py tests/test_pr_texts.py tests/test_crop_arguments.py \
+	$(PY_25) -m pytest -n auto --dist loadfile $(V5_25_TESTS) tests/test_generation_user_patterns.py tests/test_never_worse.py tests/test_audit.py tests/test_stock_parity.py tests/test_syncs.py tests/test_compile.py tests/test_pr_texts.py tests/test_crop_arguments.py \
 	  tests/test_kept_crops.py tests/test_kept_attention_crops.py tests/test_kept_linear_attention.py
 	ATEN_CPU_CAPABILITY=default $(PY_25) -m pytest -q $(V5_25_TESTS)
 

@@ -52,7 +52,8 @@ def pr_text(
     """The text of an upstream step's pull request; `plans` are the pull requests of the series, in order."""
     plans = [other for other in plans if other.upstream]
     total = len(plans)
-    needed = ", ".join(f"`{plans[number - 1].branch}`" for number in plan.needs) or None  # they come first
+    names = [f"`{plans[number - 1].branch}`" for number in plan.needs]  # the pull requests come first in the stack
+    needed = (", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]) if names else None
     # On `main`, #47433 (reported against 5.14) is closed: the series follows it and #47720 (`tokens_to_remove`) up
     what = (
         f"the fix for #{ISSUE}" if target.closes_issue or target.backport_of else f"a follow-up to #47720 / #{ISSUE}"
@@ -90,7 +91,7 @@ def pr_text(
         )
     details = []
     if verification is not None:
-        against = "the unpatched base" if needed is None else needed
+        against = "the unpatched base" if needed is None else f"the base with {needed}"
         behaviour, api = verification.fail_before("behaviour"), verification.fail_before("api")
         counts = []
         if behaviour[1]:
