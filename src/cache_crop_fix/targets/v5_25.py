@@ -223,7 +223,7 @@ STEPS = (
         "step20_edges",
         "20-fork-edges",
         "Crop dynamic layers without tokens yet, and removals beyond 64 bits",
-        tests=("CropEdgesTest", "MiniMaxM3VLSparseCacheCropEdgesTest"),
+        tests=("CropEdgesTest", "MiniMaxM3VLSparseCacheCropEdgesTest", "StaticLayerHotPathTest"),
         behaviour_changes=(
             "Cropping a dynamic layer initialized without tokens (`early_initialization`) does nothing (it raised an "
             "`IndexError`).",

@@ -214,41 +214,6 @@ class CropClampTest(unittest.TestCase):
                 self.assertEqual(tensor._version, versions[attribute], f"`crop` wrote `{attribute}`")
         self.assertEqual(int(layer.get_seq_length()), max(3 + removal, 0))
 
-    @parameterized.expand([(name,) for name in STATIC_LAYERS])
-    def test_static_layer_updates_and_crops_without_host_sync(self, name):
-        """A static layer never reads its counters on the host (a device sync), removing every token included."""
-        layer = CLAMP_LAYERS[name]()
-
-        def forwards_and_crops():
-            _update_static_layer(layer, _tokens(0, 3))
-            for removal in (0, -1, -100):
-                layer.crop(removal)
-            _update_static_layer(layer, _tokens(0, 2))
-
-        self.assertEqual(_host_syncs(forwards_and_crops), 0)
-        self.assertEqual(int(layer.get_seq_length()), 2)
-
-    @parameterized.expand([("static",), ("static_indexed",)])
-    def test_compiled_update_and_crop_of_a_static_layer_compile_once(self, name):
-        """The static counters are tensors at static addresses: compiled updates and crops are never recompiled."""
-        layer = CLAMP_LAYERS[name]()
-        _update_static_layer(layer, _tokens(0, 3))
-        counters = {
-            attribute: (getattr(layer, attribute), getattr(layer, attribute).data_ptr())
-            for attribute in ("cumulative_length", "indexer_cumulative_length")
-            if hasattr(layer, attribute)
-        }
-        compiled, frames = _compiled(_update_and_crop)
-        for start in (3, 4, 5):
-            compiled(layer, _tokens(start, 2))
-        self.assertEqual(layer.keys[0, 0, :6, 0].tolist(), [1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
-        layer.crop(-100)
-        compiled(layer, _tokens(0, 2))
-        self.assertEqual((frames.frame_count, int(layer.get_seq_length())), (1, 1))
-        for attribute, (counter, address) in counters.items():
-            self.assertIs(getattr(layer, attribute), counter)
-            self.assertEqual(counter.data_ptr(), address)
-
 
 @require_torch
 class CropEdgesTest(unittest.TestCase):
@@ -337,6 +302,44 @@ def _kept_cache(layers, kept, recurrent_states_to_keep):
             _hybrid_forward(layer, 0, kept, recurrent_states_to_keep)
         cache.crop(0)
     return cache
+
+
+@require_torch
+class StaticLayerHotPathTest(unittest.TestCase):
+    @parameterized.expand([(name,) for name in STATIC_LAYERS])
+    def test_static_layer_updates_and_crops_without_host_sync(self, name):
+        """A static layer never reads its counters on the host (a device sync), removing every token included."""
+        layer = CLAMP_LAYERS[name]()
+
+        def forwards_and_crops():
+            _update_static_layer(layer, _tokens(0, 3))
+            for removal in (0, -1, -100):
+                layer.crop(removal)
+            _update_static_layer(layer, _tokens(0, 2))
+
+        self.assertEqual(_host_syncs(forwards_and_crops), 0)
+        self.assertEqual(int(layer.get_seq_length()), 2)
+
+    @parameterized.expand([("static",), ("static_indexed",)])
+    def test_compiled_update_and_crop_of_a_static_layer_compile_once(self, name):
+        """The static counters are tensors at static addresses: compiled updates and crops are never recompiled."""
+        layer = CLAMP_LAYERS[name]()
+        _update_static_layer(layer, _tokens(0, 3))
+        counters = {
+            attribute: (getattr(layer, attribute), getattr(layer, attribute).data_ptr())
+            for attribute in ("cumulative_length", "indexer_cumulative_length")
+            if hasattr(layer, attribute)
+        }
+        compiled, frames = _compiled(_update_and_crop)
+        for start in (3, 4, 5):
+            compiled(layer, _tokens(start, 2))
+        self.assertEqual(layer.keys[0, 0, :6, 0].tolist(), [1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+        layer.crop(-100)
+        compiled(layer, _tokens(0, 2))
+        self.assertEqual((frames.frame_count, int(layer.get_seq_length())), (1, 1))
+        for attribute, (counter, address) in counters.items():
+            self.assertIs(getattr(layer, attribute), counter)
+            self.assertEqual(counter.data_ptr(), address)
 
 
 @require_torch

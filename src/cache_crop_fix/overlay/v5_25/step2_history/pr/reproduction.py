@@ -7,14 +7,9 @@ torch.manual_seed(0)
 common = {"vocab_size": 32, "hidden_size": 32, "intermediate_size": 37, "num_attention_heads": 2, "pad_token_id": 0}
 linear = {"linear_num_value_heads": 2, "linear_num_key_heads": 2, "linear_key_head_dim": 8, "linear_value_head_dim": 8}
 config = Qwen3NextConfig(
-    **common,
-    **linear,
-    num_hidden_layers=2,
-    num_key_value_heads=1,
-    head_dim=16,
-    num_experts=0,
+    **common, **linear, num_hidden_layers=2, num_key_value_heads=1, head_dim=16, num_experts=0,
     layer_types=["linear_attention", "full_attention"],
-)
+)  # fmt: skip
 model, assistant = Qwen3NextForCausalLM(config), LlamaForCausalLM(LlamaConfig(**common, num_hidden_layers=1))
 assistant.generation_config.num_assistant_tokens, assistant.generation_config.assistant_confidence_threshold = 3, 0.0
 crop, states = Cache.crop, []

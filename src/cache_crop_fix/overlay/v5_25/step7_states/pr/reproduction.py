@@ -4,17 +4,8 @@ from transformers import DynamicCache, ZayaConfig, ZayaForCausalLM
 
 
 torch.manual_seed(0)
-config = ZayaConfig(
-    vocab_size=64,
-    hidden_size=32,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    head_dim=8,
-    moe_intermediate_size=16,
-    num_experts=4,
-    router_hidden_size=16,
-)
+config = ZayaConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                    head_dim=8, moe_intermediate_size=16, num_experts=4, router_hidden_size=16)  # fmt: skip
 model, input_ids = ZayaForCausalLM(config), torch.randint(64, (1, 10))
 cache = DynamicCache(config=config)
 model(input_ids[:, :6], cache=cache)
