@@ -33,7 +33,6 @@ STEPS = (
         tests=("RecurrentStatesHistoryTest", "AssistedDecodingStatesTest"),
         behaviour_changes=(
             "Assisted decoding with a hybrid or SSM main model continues from the state of the last accepted token.",
-            "`activate_past_recording` called again keeps the states recorded so far.",
         ),
     ),
     Step(
@@ -184,6 +183,8 @@ STEPS = (
             "The static sliding-window hybrid layer refuses a crop its window cannot undo.",
             "`activate_past_recording()` without `recurrent_states_to_keep` keeps the number set before (1 if none); "
             "with `None` the next Qwen3-Next forward raised a `TypeError`.",
+            "`activate_past_recording` called again keeps the states recorded so far, `reset` empties them, and an "
+            "assistant's cache records the drafts of each round.",
         ),
         kind="fork",
     ),

@@ -11,8 +11,10 @@
 #
 # Each class below is named like the upstream class it changes and holds only the methods this step adds or replaces;
 # the patcher installs them on the upstream classes at runtime and the exporter transplants them into upstream's file.
-# The classes here are never instantiated. `__init__` and `reset` (as step 2 left them) gain statements: codemods (see
-# `cache_crop_fix.codemod`) rather than copies of the methods.
+# The classes here are never instantiated. `__init__` and `reset` gain statements: codemods (see `cache_crop_fix.codemod`)
+# rather than copies of the methods. The history is made once, in `__init__` (recording again, as the candidate
+# generators do every round, keeps what was recorded), and cleared by `reset` (a new sequence never restores a state of
+# the previous one).
 import numbers
 import operator
 from typing import TYPE_CHECKING
@@ -31,21 +33,33 @@ if TYPE_CHECKING:
 
 
 CODEMODS = {
-    "LinearAttentionCacheLayerMixin.__init__": (
-        "self.device = None",
-        "# The same count on the host while recording, to know it without a device sync, and the count each recurrent\n"
-        "# state is at\n"
-        "self.num_tokens_linear = 0\n"
-        "self.recurrent_states_num_tokens = dict.fromkeys(range(number_of_states), 0)\n"
-        "# While recording, the version counter of each cached recurrent state as a forward starts (see `_extend_history`)\n"
-        "self.recurrent_states_versions = dict.fromkeys(range(number_of_states))\n"
-        "self.device = None",
-    ),
+    "LinearAttentionCacheLayerMixin.__init__": [
+        (
+            "self.record_past = False",
+            "self.record_past = False\n"
+            "self.recurrent_states_to_keep = None\n"
+            "# One list per state (`dict.fromkeys(..., [])` would share a single list between them)\n"
+            "self.recurrent_states_history = {i: [] for i in range(number_of_states)}",
+        ),
+        (
+            "self.device = None",
+            "# The same count on the host while recording, to know it without a device sync, and the count each recurrent\n"
+            "# state is at\n"
+            "self.num_tokens_linear = 0\n"
+            "self.recurrent_states_num_tokens = dict.fromkeys(range(number_of_states), 0)\n"
+            "# While recording, the version counter of each cached recurrent state as a forward starts (see `_extend_history`)\n"
+            "self.recurrent_states_versions = dict.fromkeys(range(number_of_states))\n"
+            "self.device = None",
+        ),
+    ],
     "LinearAttentionCacheLayerMixin.reset": [
         ("self.cumulative_length_linear.zero_()", "self.cumulative_length_linear.zero_()\nself.num_tokens_linear = 0"),
         (
             "self.has_previous_state[i] = False",
-            "self.has_previous_state[i] = False\nself.recurrent_states_num_tokens[i] = 0",
+            "self.has_previous_state[i] = False\n"
+            "# A state of the previous sequence must never be restored\n"
+            "self.recurrent_states_history[i].clear()\n"
+            "self.recurrent_states_num_tokens[i] = 0",
         ),
     ],
 }

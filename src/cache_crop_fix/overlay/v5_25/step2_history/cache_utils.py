@@ -1,28 +1,10 @@
 # Step 2 of the fix for transformers 5.25.x, in `transformers/cache_utils.py`: the recurrent-state history of a linear
-# attention layer is one list per state (`dict.fromkeys(..., [])` shared a single list between them), made once, so that
-# recording again (the candidate generators do it every round) keeps what was recorded, and cleared by `reset`, so that a
-# new sequence never restores a state of the previous one. `generation/` records the states a rollback needs.
+# attention layer is one list per state (`dict.fromkeys(..., [])` shared a single list between them, so that a layer of
+# several states restored one state's history into another). `generation/` records the states a rollback needs.
 #
 # Each class below is named like the upstream class it changes and holds only the methods this step replaces; the
 # patcher installs them on the upstream classes at runtime and the exporter transplants them into upstream's file. The
-# classes here are never instantiated. `__init__` and `reset` gain statements: codemods (see `cache_crop_fix.codemod`)
-# rather than copies of the methods.
-
-CODEMODS = {
-    "LinearAttentionCacheLayerMixin.__init__": (
-        "self.record_past = False",
-        "self.record_past = False\n"
-        "self.recurrent_states_to_keep = None\n"
-        "# One list per state (`dict.fromkeys(..., [])` would share a single list between them)\n"
-        "self.recurrent_states_history = {i: [] for i in range(number_of_states)}",
-    ),
-    "LinearAttentionCacheLayerMixin.reset": (
-        "self.has_previous_state[i] = False",
-        "self.has_previous_state[i] = False\n"
-        "# A state of the previous sequence must never be restored\n"
-        "self.recurrent_states_history[i].clear()",
-    ),
-}
+# classes here are never instantiated.
 
 
 class LinearAttentionCacheLayerMixin:
@@ -32,7 +14,8 @@ class LinearAttentionCacheLayerMixin:
         wait for a call to `crop` before restricting the size of the `conv_states` to `conv_kernel_size`, to be able
         to retrieve previous full states.
         If `recurrent_states_to_keep` is provided, the recurrent states for the last `recurrent_states_to_keep` steps will be recorded.
-        Calling it again keeps the states recorded so far.
         """
         self.record_past = True
         self.recurrent_states_to_keep = recurrent_states_to_keep
+        # One list per state (`dict.fromkeys(..., [])` would share a single list between them)
+        self.recurrent_states_history = {i: [] for i in range(self.number_of_states)}
