@@ -272,6 +272,12 @@ def test_new_target_adds_files_that_status_and_tests_pick_up(releases, tmp_path)
             "requirements-v5_26.txt",
             "requirements-v5_26-nodeps.txt",
             *(f"src/cache_crop_fix/overlay/v5_26/{step.package}/__init__.py" for step in source.steps),
+            # Each step's pull request text and reproductions, to be checked against the new release
+            *(
+                f"src/cache_crop_fix/overlay/v5_26/{step.package}/pr/{path.name}"
+                for step in source.steps
+                for path in step.pr_folder.iterdir()
+            ),
         ]
     )
     assert (root / "requirements-v5_26-nodeps.txt").read_text().endswith("\ntransformers==5.26.0\n")

@@ -5,7 +5,8 @@ Adding a target is adding files, made from the nearest target (or `--from`):
 - `src/cache_crop_fix/targets/v<major>_<minor>.py`: its table, with the name, label, versions and sdist updated and the
   fingerprints of the same upstream methods recomputed from the new release's wheel (methods it no longer has are
   listed in a comment);
-- `src/cache_crop_fix/overlay/<new>/`: the same step packages, empty (the fix on the new release is the work left);
+- `src/cache_crop_fix/overlay/<new>/`: the same step packages, empty (the fix on the new release is the work left), with
+  their pull request texts and reproductions (`pr/`) copied;
 - `src/cache_crop_fix/audit/<new>.py`: the nearest audit table, for the new target;
 - `tests/<new>/utils/`: the upstream-style tests' folder, with a placeholder test;
 - `requirements-<new>.txt` (and `-nodeps.txt`): its venv's requirements, for `make test-<new>`.
@@ -220,6 +221,11 @@ def create_target(
         files[package / "overlay" / name / step.package / "__init__.py"] = (
             docstring or f'"""{step.title}"""'
         ).rstrip() + "\n"
+        # Its pull request text and reproductions, to be checked against the new release with the step
+        texts = package / "overlay" / source.name / step.package / "pr"
+        if step.text is None and texts.is_dir() and step.text_package.endswith(f"{source.name}.{step.package}"):
+            for text in sorted(texts.iterdir()):
+                files[package / "overlay" / name / step.package / "pr" / text.name] = text.read_text()
     audit_source = audit_table_for(source)
     if audit_source is not None:
         audit, count = re.subn(
