@@ -346,7 +346,7 @@ def verify_stack(
         runs.append(_Run("step", tree, sites[commit.commit], list(plan.tests), step_dir, scripts))
         runs.append(_Run("previous", tree, sites[commit.parent], own, step_dir, scripts))
 
-    log(f"running the tests of {len(plans)} steps, each with its wheel and with the step before it")
+    log(f"running the tests of {len(plans)} steps, each on its branch and on what its branch is built on")
     pending, active = list(runs), []
     while pending or active:
         while pending and len(active) < jobs:
