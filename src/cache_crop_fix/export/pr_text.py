@@ -54,6 +54,8 @@ def pr_text(
     total = len(plans)
     names = [f"`{plans[number - 1].branch}`" for number in plan.needs]  # the pull requests come first in the stack
     needed = (", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]) if names else None
+    if len(names) > 2 and plan.needs == tuple(range(1, plan.number)):  # every earlier one (a backport's)
+        needed = f"{names[-1]} and the pull requests before it"
     # On `main`, #47433 (reported against 5.14) is closed: the series follows it and #47720 (`tokens_to_remove`) up
     what = (
         f"the fix for #{ISSUE}" if target.closes_issue or target.backport_of else f"a follow-up to #47720 / #{ISSUE}"
