@@ -104,6 +104,7 @@ def export(
     setup_py = read_at(the_base.repo, the_base.commit, "setup.py")
 
     steps, stack_top, stack_sources, stacked = [], the_base.commit, {}, []
+    chains: dict[tuple[int, ...], str] = {}  # the numbers of pull requests -> their changes in order, on the base
 
     def make_reader(sources: dict[str, str | None], commit: str) -> Callable[[str], str | None]:
         def read(path: str) -> str | None:
@@ -130,14 +131,21 @@ def export(
         if plan.upstream:
             # On the stack (the fork branch), then on its own branch: the base, or the pull request it needs
             stack_top = stack_commit(the_base.repo, stack_top, changes, message, identity, date)
+            # The stack's first commits are the changes of its first pull requests, each on the previous one
+            chains[tuple(range(1, plan.number + 1))] = stack_top
             parent, classes = the_base.commit, set()
-            for number in plan.needs:  # the changes of the pull requests it needs, each on the previous one
+            for index, number in enumerate(plan.needs):  # the pull requests it needs, each on the previous one
                 needed = stack.steps[number - 1]
                 classes |= set(needed.test_classes)
-                needed_changes, _, _ = changes_of(needed, _restrict(plan.tests, classes), make_reader({}, parent))
-                needed_message = commit_message(needed, len(stack.target.upstream_steps))
-                parent = stack_commit(the_base.repo, parent, needed_changes, needed_message, identity, date)
-            own, notes, ruff = changes_of(plan, plan.tests, make_reader({}, parent))
+                if plan.needs[: index + 1] not in chains:
+                    needed_changes, _, _ = changes_of(needed, _restrict(plan.tests, classes), make_reader({}, parent))
+                    needed_message = commit_message(needed, len(stack.target.upstream_steps))
+                    chain = stack_commit(the_base.repo, parent, needed_changes, needed_message, identity, date)
+                    chains[plan.needs[: index + 1]] = chain
+                parent = chains[plan.needs[: index + 1]]
+            own = changes  # on the commit the stack puts it on, with the same tests: the same change
+            if parent != (stacked[-1] if stacked else the_base.commit) or plan.tests != plan.stack_tests:
+                own, notes, ruff = changes_of(plan, plan.tests, make_reader({}, parent))
             commit = commit_step(the_base.repo, parent, own, message, plan.branch, identity, date, dist)
             _check_same_change(the_base.repo, plan, stacked[-1] if stacked else the_base.commit, stack_top, commit)
         else:
