@@ -133,6 +133,7 @@ bench: $(STAMP) $(STAMP_MAIN) $(STAMP_25)
 	$(PY_25) benchmarks/bench_assisted_calls.py
 	$(PY_MAIN) benchmarks/bench_assisted_calls.py
 	$(PY) benchmarks/bench_assisted_calls.py
+	$(PY_25) benchmarks/bench_zamba_continuation.py
 
 # The supported Python and torch versions (noxfile.py; downloads torch for Pythons without a local wheel). Not part of
 # `make test`. `make matrix NOXFLAGS="-s fork"` runs one session.

@@ -134,21 +134,21 @@ MUTANTS = (
     Mutant(
         "lookup-no-room-for-main-token",
         "upstream PR",
-        "step6_lookup/generation/candidate_generator.py",
+        "step5_lookup/generation/candidate_generator.py",
         "start_idx + self.max_length - input_length - 1)",
         "start_idx + self.max_length - input_length)",
     ),
     Mutant(
         "dflash-one-draft-too-many",
         "upstream PR",
-        "step6_lookup/generation/candidate_generator.py",
+        "step5_lookup/generation/candidate_generator.py",
         "outputs.last_hidden_state[:, 1 : max_new_tokens + 1]",
         "outputs.last_hidden_state[:, 1 : max_new_tokens + 2]",
     ),
     Mutant(
         "mtp-working-size-on-prefill",
         "upstream PR",
-        "step10_mtp/generation/candidate_generator.py",
+        "step12_mtp/generation/candidate_generator.py",
         '"if not self.is_main_model_prefill:\\n"',
         '"if self.is_main_model_prefill:\\n"',
     ),
@@ -162,21 +162,21 @@ MUTANTS = (
     Mutant(
         "refeed-ignores-short-prompt",
         "upstream PR",
-        "step12_refeed/generation/candidate_generator.py",
+        "step12_mtp/generation/candidate_generator.py",
         '"num_refed_tokens = min(self.num_mtp_layers, seen_tokens)\\n"',
         '"num_refed_tokens = self.num_mtp_layers\\n"',
     ),
     Mutant(
         "mask-static-check-ignores-encoder-decoder",
         "upstream PR",
-        "step8_mask/masking_utils.py",
+        "step9_mask/masking_utils.py",
         '    cache = getattr(cache, "self_attention_cache", cache)\n',
         "",
     ),
     Mutant(
         "inkling-offset-not-cloned",
         "upstream PR",
-        "step9_inkling/models/inkling/modeling_inkling.py",
+        "step10_inkling/models/inkling/modeling_inkling.py",
         "q_offset = q_offset.clone()",
         "q_offset = q_offset",
     ),
@@ -188,7 +188,7 @@ MUTANTS = (
         '"if cache is not None and not cache.is_croppable and False:\\n"',
     ),
     # A method that a later step defines again is mutated in the last step that defines it: the fix installs that one
-    # (step 1's `StaticSlidingWindowLayer.crop` is step 18's on the fork branch, its `StaticIndexedLayer.crop` step 5's)
+    # (step 1's `StaticSlidingWindowLayer.crop` is step 18's on the fork branch, its `StaticIndexedLayer.crop` is the last of step 1)
     Mutant(
         "static-sliding-counter-not-clamped",
         "fork step",
@@ -199,7 +199,7 @@ MUTANTS = (
     Mutant(
         "static-indexer-not-cropped",
         "upstream PR",
-        "step5_indexer/cache_utils.py",
+        "step1_clamp/cache_utils.py",
         "        if self.is_indexer_initialized and tokens_to_remove:\n",
         "        if self.is_indexer_initialized and tokens_to_remove < -1:\n",
     ),

@@ -19,11 +19,17 @@ STEPS = (
     Step(
         "step1_clamp",
         "1-clamp",
-        "Clamp oversized `crop` removals on every attention cache layer",
-        tests=("CropClampTest", "MiniMaxM3VLSparseCacheCropTest"),
+        "Crop exactly the tokens asked for on every attention cache layer: clamp oversized removals, cut the indexer "
+        "positions",
+        tests=(
+            "CropClampTest",
+            "MiniMaxM3VLSparseCacheCropTest",
+            "Qwen4ExpStaticCacheAssistedDecodingTest",
+        ),
         behaviour_changes=(
             "Removing more tokens than a layer holds empties it (sliding-window, static and indexer counters went "
             "negative).",
+            "`StaticIndexedLayer.crop` removes the positions of the removed tokens too.",
         ),
     ),
     Step(
@@ -55,16 +61,8 @@ STEPS = (
         behaviour_changes=("A crop beyond the decoded tokens removes prefill tokens too (they were kept).",),
     ),
     Step(
-        "step5_indexer",
-        "5-indexer",
-        "Crop the indexer positions of `StaticIndexedLayer`",
-        needs=("1-clamp",),  # the clamp of `StaticIndexedLayer.crop`
-        tests=("StaticIndexedLayerPositionsCropTest", "Qwen4ExpStaticCacheAssistedDecodingTest"),
-        behaviour_changes=("`StaticIndexedLayer.crop` removes the positions of the removed tokens too.",),
-    ),
-    Step(
-        "step6_lookup",
-        "6-lookup",
+        "step5_lookup",
+        "5-lookup",
         "Leave room for the main model's token in the candidates of prompt lookup, DFlash and MTP",
         needs=("2-history",),  # with a hybrid main model, the drafts that now fit are rolled back through its history
         tests=("PromptLookupCandidateGeneratorTest", "DFlashStaticCacheTest", "MTPCandidateGeneratorStaticCacheTest"),
@@ -74,18 +72,36 @@ STEPS = (
         ),
     ),
     Step(
-        "step7_states",
-        "7-states",
-        "Hand a recording cache the state after each token in Zamba and Zaya, and continue Zamba's cached state",
-        tests=("ZayaRecurrentStatesRollbackTest", "ZambaRecurrentStatesRollbackTest"),
+        "step6_zaya",
+        "6-zaya",
+        "Hand a recording cache the state after each token in Zaya",
+        tests=("ZayaRecurrentStatesRollbackTest",),
+        behaviour_changes=("Zaya hands a recording cache the state after each of its last tokens.",),
+    ),
+    Step(
+        "step7_zamba",
+        "7-zamba",
+        "Hand a recording cache the state after each token in Zamba",
+        tests=("ZambaRecurrentStatesRollbackTest",),
         behaviour_changes=(
-            "Zamba's multi-token forward over a non-empty cache continues the cached SSM state (it restarted from "
-            "zeros), computed token by token.",
+            "Zamba runs the forwards of a recording cache token by token, from the cached state, and hands over the "
+            "state after each of the last tokens.",
         ),
     ),
     Step(
-        "step8_mask",
-        "8-mask",
+        "step8_zamba_scan",
+        "8-zamba-scan",
+        "Continue the cached state in Zamba's multi-token forward",
+        needs=("7-zamba",),  # the same statements of `ZambaMambaMixer.forward`
+        tests=("ZambaCachedStateContinuationTest",),
+        behaviour_changes=(
+            "Zamba's multi-token forward over a non-empty cache continues the cached SSM state (it restarted from "
+            "zeros).",
+        ),
+    ),
+    Step(
+        "step9_mask",
+        "9-mask",
         "Keep the causal mask of a single token over static layers while linear attention layers record",
         tests=("StaticCacheRecordingMaskTest",),
         behaviour_changes=(
@@ -94,8 +110,8 @@ STEPS = (
         ),
     ),
     Step(
-        "step9_inkling",
-        "9-inkling",
+        "step10_inkling",
+        "10-inkling",
         "Keep Inkling's query offset of a static layer from before the cache update",
         tests=("InklingStaticCacheQueryOffsetTest",),
         behaviour_changes=(
@@ -103,30 +119,26 @@ STEPS = (
         ),
     ),
     Step(
-        "step10_mtp",
-        "10-mtp",
-        "Keep the working size of the MTP cache's conv states",
-        tests=("MTPCandidateGeneratorCacheSizeTest",),
-        behaviour_changes=("The MTP cache's conv states no longer grow with the generation (memory).",),
-    ),
-    Step(
         "step11_bailing",
         "11-bailing",
-        "Name the types of Bailing-hybrid's MTP layers",
-        tests=("BailingHybridMtpConfigTest",),
+        "Name the types of Bailing-hybrid's MTP layers, and load their post-norm",
+        tests=("BailingHybridMtpConfigTest", "BailingHybridMtpLoadingTest"),
         behaviour_changes=(
             "Bailing-hybrid configs carry `mtp_layer_types` and `mtp_mlp_layer_types` (`generate(use_mtp=True)` "
             "builds the MTP layers instead of raising).",
+            "`MtpModel` loads the post-norm of Bailing-hybrid's MTP layers from the checkpoints' `final_layernorm` (it "
+            "raised a `RuntimeError`).",
         ),
     ),
     Step(
-        "step12_refeed",
-        "12-refeed",
-        "Re-feed only the tokens the MTP layers have seen",
-        # The main cache's rollback (a hybrid main model), the MTP cache's `crop(0)`, and Bailing-hybrid's MTP layers
-        needs=("2-history", "10-mtp", "11-bailing"),
-        tests=("MTPCandidateGeneratorShortPromptTest",),
+        "step12_mtp",
+        "12-mtp",
+        "Keep the MTP cache at its working size, and re-feed only the tokens the MTP layers have seen",
+        # The main cache's rollback (a hybrid main model), and Bailing-hybrid's MTP layers
+        needs=("2-history", "11-bailing"),
+        tests=("MTPCandidateGeneratorCacheSizeTest", "MTPCandidateGeneratorShortPromptTest"),
         behaviour_changes=(
+            "The MTP cache's conv states no longer grow with the generation (memory).",
             "`use_mtp=True` with several MTP layers works after a prompt shorter than them.",
             "A recording linear layer stores a first conv update shorter than the kernel behind zeros, as one that does "
             "not record does.",
@@ -224,7 +236,13 @@ STEPS = (
         "step20_edges",
         "20-fork-edges",
         "Crop dynamic layers without tokens yet, and removals beyond 64 bits",
-        tests=("CropEdgesTest", "MiniMaxM3VLSparseCacheCropEdgesTest", "StaticLayerHotPathTest"),
+        tests=(
+            "CropEdgesTest",
+            "MiniMaxM3VLSparseCacheCropEdgesTest",
+            "StaticLayerHotPathTest",
+            "DraftsPerRoundTest",
+            "StaticIndexedLayerPositionsCropTest",
+        ),
         behaviour_changes=(
             "Cropping a dynamic layer initialized without tokens (`early_initialization`) does nothing (it raised an "
             "`IndexError`).",
@@ -235,7 +253,7 @@ STEPS = (
         "step21_mtp_linear",
         "21-fork-mtp-linear",
         "Build MTP layers of linear attention, and roll them back exactly",
-        tests=("MTPLinearAttentionLayersTest",),
+        tests=("MTPLinearAttentionLayersTest", "MTPCacheRoundsTest"),
         behaviour_changes=("MTP layers of linear attention build and decode exactly (they raised a `TypeError`).",),
         kind="fork",
     ),
@@ -286,6 +304,7 @@ FINGERPRINTS: dict[str, frozenset[str]] = {
     "transformers.masking_utils.create_chunked_causal_mask": frozenset({"e64b45d0f7dd2a35"}),
     "transformers.masking_utils.create_sliding_window_causal_mask": frozenset({"ffab5dcece593326"}),
     "transformers.models.inkling.modeling_inkling.InklingAttention.forward": frozenset({"56200cdd598271cd"}),
+    "transformers.conversion_mapping._build_checkpoint_conversion_mapping": frozenset({"8cce53a72814521f"}),
     "transformers.models.bailing_hybrid.configuration_bailing_hybrid.BailingHybridConfig.__post_init__": frozenset(
         {"cbd19e1594afe258"}
     ),

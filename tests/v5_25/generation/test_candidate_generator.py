@@ -58,12 +58,8 @@ class PromptLookupCandidateGeneratorTest(unittest.TestCase):
     def test_candidates_leave_room_for_the_main_model_token(self):
         """Near `max_length`, prompt lookup proposes no more candidates than fit before the main model's token."""
         generator = PromptLookupCandidateGenerator(num_output_tokens=4, max_matching_ngram_size=2, max_length=10)
-        # The last 2-gram, (1, 2), is found at the start, followed by 3, 4, 5, 6
-        input_ids = torch.tensor([[1, 2, 3, 4, 5, 6, 1, 2]], device=torch_device)
-
-        candidate_ids, _ = generator.get_candidates(input_ids)
-
-        # 8 tokens and `max_length=10`: room for 1 candidate, then the token the main model adds
+        # The last 2-gram, (1, 2), is found at the start, followed by 3, 4, 5, 6: room for 1 of them before `max_length`
+        candidate_ids, _ = generator.get_candidates(torch.tensor([[1, 2, 3, 4, 5, 6, 1, 2]], device=torch_device))
         self.assertEqual(candidate_ids.tolist(), [[1, 2, 3, 4, 5, 6, 1, 2, 3]])
 
     def test_prompt_lookup_with_a_static_cache_matches_greedy(self):
@@ -77,10 +73,8 @@ class PromptLookupCandidateGeneratorTest(unittest.TestCase):
         input_ids = torch.arange(16, device=torch_device).repeat(1, 2)
         inputs = {"input_ids": input_ids, "max_new_tokens": 12, "do_sample": False, "cache_implementation": "static"}
 
-        greedy = model.generate(**inputs)
         prompt_lookup = model.generate(**inputs, prompt_lookup_num_tokens=10)
-
-        self.assertEqual(prompt_lookup.tolist(), greedy.tolist())
+        self.assertEqual(prompt_lookup.tolist(), model.generate(**inputs).tolist())
 
 
 def _record_rounds(generator_cls, generate, record):
@@ -138,18 +132,6 @@ class DFlashStaticCacheTest(unittest.TestCase):
         dflash = model.generate(**inputs, assistant_model=drafter, speculation_type="dflash")
 
         self.assertEqual(dflash.tolist(), greedy.tolist())
-
-    def test_dflash_drafts_what_fits_before_max_length(self):
-        """DFlash drafts `block_size - 1` tokens a round, and near `max_length` only those that fit before it."""
-        model, drafter = _qwen3_next_and_dflash_drafter(block_size=4)
-        input_ids = torch.arange(1, 8, device=torch_device)[None]
-        kwargs = {"assistant_model": drafter, "speculation_type": "dflash", "do_sample": False, "max_length": 21}
-
-        rounds = _drafts_per_round(DFlashTokenCandidateGenerator, lambda: model.generate(input_ids, **kwargs))
-
-        # Each round: as many drafts as draft logits, `block_size - 1` or `max_length - length - 1`, whichever is less
-        self.assertEqual(rounds, [(length, min(3, 20 - length), min(3, 20 - length)) for length, _, _ in rounds])
-        self.assertIn(2, [drafts for _, drafts, _ in rounds])  # a round cut by `max_length`
 
 
 def _inkling_with_mtp_layers(checkpoint, num_mtp_layers=1):
@@ -212,27 +194,13 @@ def _bailing_hybrid_with_mtp_layers(checkpoint, layer_types, mtp_layer_types):
 class MTPCandidateGeneratorStaticCacheTest(unittest.TestCase):
     def test_mtp_drafts_fit_in_the_static_cache(self):
         """MTP drafts no more than `max_length - 1` tokens in all, the size of the default static cache."""
-        input_ids = torch.tensor([[1, 5, 2, 3, 7]])
+        input_ids, kwargs = torch.tensor([[1, 5, 2, 3, 7]]), {"do_sample": False, "max_new_tokens": 12}
         with tempfile.TemporaryDirectory() as checkpoint:  # the MTP layers are loaded from the checkpoint
             model = _bailing_hybrid_with_mtp_layers(
                 checkpoint, ["linear_attention", "full_attention"], ["full_attention"]
             )
-            mtp = model.generate(
-                input_ids, use_mtp=True, do_sample=False, max_new_tokens=12, cache_implementation="static"
-            )
-        self.assertEqual(mtp.tolist(), model.generate(input_ids, do_sample=False, max_new_tokens=12).tolist())
-
-    def test_mtp_drafts_what_fits_before_max_length(self):
-        """MTP drafts one token per MTP layer a round, and near `max_length` only those that fit before it."""
-        input_ids = torch.tensor([[1, 5, 2, 3, 7]])
-        with tempfile.TemporaryDirectory() as checkpoint:  # the MTP layers are loaded from the checkpoint
-            model = _inkling_with_mtp_layers(checkpoint, num_mtp_layers=2)
-            kwargs = {"use_mtp": True, "do_sample": False, "max_length": 16}
-            rounds = _drafts_per_round(MTPCandidateGenerator, lambda: model.generate(input_ids, **kwargs))
-
-        # Each round: as many drafts as draft logits, `num_mtp_layers` or `max_length - length - 1`, whichever is less
-        self.assertEqual(rounds, [(length, min(2, 15 - length), min(2, 15 - length)) for length, _, _ in rounds])
-        self.assertIn(1, [drafts for _, drafts, _ in rounds])  # a round cut by `max_length`
+            mtp = model.generate(input_ids, use_mtp=True, cache_implementation="static", **kwargs)
+        self.assertEqual(mtp.tolist(), model.generate(input_ids, **kwargs).tolist())
 
 
 @require_torch
@@ -242,16 +210,6 @@ class MTPCandidateGeneratorShortPromptTest(unittest.TestCase):
         input_ids = torch.tensor([[5]])
         with tempfile.TemporaryDirectory() as checkpoint:  # the MTP layers are loaded from the checkpoint
             model = _inkling_with_mtp_layers(checkpoint, num_mtp_layers=2)
-            mtp = model.generate(input_ids, use_mtp=True, do_sample=False, max_new_tokens=10)
-        self.assertEqual(mtp.tolist(), model.generate(input_ids, do_sample=False, max_new_tokens=10).tolist())
-
-    def test_mtp_attention_layers_after_a_prompt_shorter_than_them(self):
-        """Two MTP layers of MLA attention (rotary) after a one-token prompt re-feed the positions of the re-fed tokens."""
-        input_ids = torch.tensor([[5]])
-        with tempfile.TemporaryDirectory() as checkpoint:  # the MTP layers are loaded from the checkpoint
-            model = _bailing_hybrid_with_mtp_layers(
-                checkpoint, ["linear_attention", "full_attention"], ["full_attention"] * 2
-            )
             mtp = model.generate(input_ids, use_mtp=True, do_sample=False, max_new_tokens=10)
         self.assertEqual(mtp.tolist(), model.generate(input_ids, do_sample=False, max_new_tokens=10).tolist())
 
@@ -274,43 +232,20 @@ class MTPCandidateGeneratorShortPromptTest(unittest.TestCase):
 class MTPCandidateGeneratorCacheSizeTest(unittest.TestCase):
     def test_mtp_cache_conv_states_keep_their_working_size(self):
         """The conv states of the MTP cache keep their working size instead of growing by a column per token."""
-        generators = []
-        init = MTPCandidateGenerator.__init__
-
-        def recording_init(self, *args, **kwargs):
-            init(self, *args, **kwargs)
-            generators.append(self)
-
         input_ids = torch.tensor([[1, 5, 2, 3, 7]])
         with tempfile.TemporaryDirectory() as checkpoint:  # the MTP layers are loaded from the checkpoint
             model = _inkling_with_mtp_layers(checkpoint)
-            with mock.patch.object(MTPCandidateGenerator, "__init__", recording_init):
+            init = MTPCandidateGenerator.__init__
+            with mock.patch.object(MTPCandidateGenerator, "__init__", autospec=True, side_effect=init) as recorded:
                 mtp = model.generate(input_ids, use_mtp=True, do_sample=False, max_new_tokens=20)
         self.assertEqual(mtp.tolist(), model.generate(input_ids, do_sample=False, max_new_tokens=20).tolist())
 
         # At most the tokens of the last MTP forward (`num_mtp_layers + 1`) past the `conv_kernel_size` columns
-        for layer in generators[0].mtp_cache.layers:
+        generator = recorded.call_args.args[0]
+        for layer in generator.mtp_cache.layers:
             for state_idx in range(layer.number_of_states):
                 max_size = layer.conv_kernel_size[state_idx] + model.config.num_mtp_layers + 1
                 self.assertLessEqual(layer.conv_states[state_idx].shape[-1], max_size)
-
-    def test_mtp_cache_holds_the_tokens_its_layer_saw(self):
-        """With one MTP layer, each round leaves the MTP cache with the tokens it saw, its conv states at working size."""
-
-        def record(generator, input_ids, candidate_ids, candidate_logits):
-            layer = generator.mtp_cache.layers[0]
-            extra_columns = layer.conv_states[0].shape[-1] - layer.conv_kernel_size[0]
-            return input_ids.shape[1], generator.mtp_cache.get_seq_length(), extra_columns
-
-        input_ids = torch.tensor([[1, 5, 2, 3, 7]])
-        with tempfile.TemporaryDirectory() as checkpoint:  # the MTP layers are loaded from the checkpoint
-            model = _inkling_with_mtp_layers(checkpoint)
-            kwargs = {"use_mtp": True, "do_sample": False, "max_new_tokens": 10}
-            rounds = _record_rounds(MTPCandidateGenerator, lambda: model.generate(input_ids, **kwargs), record)
-
-        # The MTP layer saw every token but the first; its conv states keep the columns of the last round's token only
-        # (this tiny model's drafts are all rejected)
-        self.assertEqual(rounds, [(length, length - 1, 1) for length, _, _ in rounds])
 
 
 @require_torch
@@ -480,3 +415,61 @@ class SlidingWindowAssistantTest(unittest.TestCase):
             self.assertEqual(keys.shape, fresh.keys.shape)
             torch.testing.assert_close(keys, fresh.keys)
             torch.testing.assert_close(values, fresh.values)
+
+
+@require_torch
+class MTPCacheRoundsTest(unittest.TestCase):
+    def test_mtp_attention_layers_after_a_prompt_shorter_than_them(self):
+        """Two MTP layers of MLA attention (rotary) after a one-token prompt re-feed the positions of the re-fed tokens."""
+        input_ids = torch.tensor([[5]])
+        with tempfile.TemporaryDirectory() as checkpoint:  # the MTP layers are loaded from the checkpoint
+            model = _bailing_hybrid_with_mtp_layers(
+                checkpoint, ["linear_attention", "full_attention"], ["full_attention"] * 2
+            )
+            mtp = model.generate(input_ids, use_mtp=True, do_sample=False, max_new_tokens=10)
+        self.assertEqual(mtp.tolist(), model.generate(input_ids, do_sample=False, max_new_tokens=10).tolist())
+
+    def test_mtp_cache_holds_the_tokens_its_layer_saw(self):
+        """With one MTP layer, each round leaves the MTP cache with the tokens it saw, its conv states at working size."""
+
+        def record(generator, input_ids, candidate_ids, candidate_logits):
+            layer = generator.mtp_cache.layers[0]
+            extra_columns = layer.conv_states[0].shape[-1] - layer.conv_kernel_size[0]
+            return input_ids.shape[1], generator.mtp_cache.get_seq_length(), extra_columns
+
+        input_ids = torch.tensor([[1, 5, 2, 3, 7]])
+        with tempfile.TemporaryDirectory() as checkpoint:  # the MTP layers are loaded from the checkpoint
+            model = _inkling_with_mtp_layers(checkpoint)
+            kwargs = {"use_mtp": True, "do_sample": False, "max_new_tokens": 10}
+            rounds = _record_rounds(MTPCandidateGenerator, lambda: model.generate(input_ids, **kwargs), record)
+
+        # The MTP layer saw every token but the first; its conv states keep the columns of the last round's token only
+        # (this tiny model's drafts are all rejected)
+        self.assertEqual(rounds, [(length, length - 1, 1) for length, _, _ in rounds])
+
+
+@require_torch
+class DraftsPerRoundTest(unittest.TestCase):
+    def test_dflash_drafts_what_fits_before_max_length(self):
+        """DFlash drafts `block_size - 1` tokens a round, and near `max_length` only those that fit before it."""
+        model, drafter = _qwen3_next_and_dflash_drafter(block_size=4)
+        input_ids = torch.arange(1, 8, device=torch_device)[None]
+        kwargs = {"assistant_model": drafter, "speculation_type": "dflash", "do_sample": False, "max_length": 21}
+
+        rounds = _drafts_per_round(DFlashTokenCandidateGenerator, lambda: model.generate(input_ids, **kwargs))
+
+        # Each round: as many drafts as draft logits, `block_size - 1` or `max_length - length - 1`, whichever is less
+        self.assertEqual(rounds, [(length, min(3, 20 - length), min(3, 20 - length)) for length, _, _ in rounds])
+        self.assertIn(2, [drafts for _, drafts, _ in rounds])  # a round cut by `max_length`
+
+    def test_mtp_drafts_what_fits_before_max_length(self):
+        """MTP drafts one token per MTP layer a round, and near `max_length` only those that fit before it."""
+        input_ids = torch.tensor([[1, 5, 2, 3, 7]])
+        with tempfile.TemporaryDirectory() as checkpoint:  # the MTP layers are loaded from the checkpoint
+            model = _inkling_with_mtp_layers(checkpoint, num_mtp_layers=2)
+            kwargs = {"use_mtp": True, "do_sample": False, "max_length": 16}
+            rounds = _drafts_per_round(MTPCandidateGenerator, lambda: model.generate(input_ids, **kwargs))
+
+        # Each round: as many drafts as draft logits, `num_mtp_layers` or `max_length - length - 1`, whichever is less
+        self.assertEqual(rounds, [(length, min(2, 15 - length), min(2, 15 - length)) for length, _, _ in rounds])
+        self.assertIn(1, [drafts for _, drafts, _ in rounds])  # a round cut by `max_length`

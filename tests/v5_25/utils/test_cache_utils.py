@@ -187,27 +187,6 @@ class CropClampTest(unittest.TestCase):
         keys, _ = layer.update(_tokens(10, 2), _tokens(10, 2))
         self.assertEqual((layer.get_seq_length(), keys[0, 0, :, 0].tolist()), (2, [11.0, 12.0]))
 
-    @parameterized.expand([(name,) for name in STATIC_LAYERS])
-    def test_crop_0_of_a_static_layer_dispatches_no_op(self, name):
-        """`generate` calls `crop(0)` after every forward: a static layer launches no kernel for it."""
-        layer = _static_layer_of_3_tokens(name)
-        self.assertEqual(_dispatched_ops(lambda: layer.crop(0)), [])
-        self.assertEqual(int(layer.get_seq_length()), 3)
-
-    @parameterized.expand([(name, removal) for name in STATIC_LAYERS for removal in (-2, -5)])
-    def test_static_crop_only_moves_its_counters(self, name, removal):
-        """A static crop moves its counters in place (`sub_`, `clamp_`) and writes no key, value or indexer slot."""
-        layer = _static_layer_of_3_tokens(name)
-        tensors = {attribute: getattr(layer, attribute, None) for attribute in STATIC_TENSORS}
-        versions = {attribute: tensor._version for attribute, tensor in tensors.items() if tensor is not None}
-        kernels = {op.overloadpacket.__name__ for op in _dispatched_ops(lambda: layer.crop(removal)) if not op.is_view}
-        self.assertLessEqual(kernels, {"sub_", "clamp_"})
-        for attribute, tensor in tensors.items():
-            self.assertIs(getattr(layer, attribute, None), tensor)
-            if "cumulative_length" not in attribute and tensor is not None:
-                self.assertEqual(tensor._version, versions[attribute], f"`crop` wrote `{attribute}`")
-        self.assertEqual(int(layer.get_seq_length()), max(3 + removal, 0))
-
 
 @require_torch
 class CropEdgesTest(unittest.TestCase):
@@ -334,6 +313,27 @@ class StaticLayerHotPathTest(unittest.TestCase):
         for attribute, (counter, address) in counters.items():
             self.assertIs(getattr(layer, attribute), counter)
             self.assertEqual(counter.data_ptr(), address)
+
+    @parameterized.expand([(name,) for name in STATIC_LAYERS])
+    def test_crop_0_of_a_static_layer_dispatches_no_op(self, name):
+        """`generate` calls `crop(0)` after every forward: a static layer launches no kernel for it."""
+        layer = _static_layer_of_3_tokens(name)
+        self.assertEqual(_dispatched_ops(lambda: layer.crop(0)), [])
+        self.assertEqual(int(layer.get_seq_length()), 3)
+
+    @parameterized.expand([(name, removal) for name in STATIC_LAYERS for removal in (-2, -5)])
+    def test_static_crop_only_moves_its_counters(self, name, removal):
+        """A static crop moves its counters in place (`sub_`, `clamp_`) and writes no key, value or indexer slot."""
+        layer = _static_layer_of_3_tokens(name)
+        tensors = {attribute: getattr(layer, attribute, None) for attribute in STATIC_TENSORS}
+        versions = {attribute: tensor._version for attribute, tensor in tensors.items() if tensor is not None}
+        kernels = {op.overloadpacket.__name__ for op in _dispatched_ops(lambda: layer.crop(removal)) if not op.is_view}
+        self.assertLessEqual(kernels, {"sub_", "clamp_"})
+        for attribute, tensor in tensors.items():
+            self.assertIs(getattr(layer, attribute, None), tensor)
+            if "cumulative_length" not in attribute and tensor is not None:
+                self.assertEqual(tensor._version, versions[attribute], f"`crop` wrote `{attribute}`")
+        self.assertEqual(int(layer.get_seq_length()), max(3 + removal, 0))
 
 
 @require_torch

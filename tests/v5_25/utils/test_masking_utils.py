@@ -14,6 +14,8 @@
 
 import unittest
 
+from parameterized import parameterized
+
 from transformers import is_torch_available
 from transformers.testing_utils import require_torch
 
@@ -21,7 +23,14 @@ from transformers.testing_utils import require_torch
 if is_torch_available():
     import torch
 
-    from transformers import DynamicCache, EncoderDecoderCache, Qwen3NextConfig, StaticCache, WhisperConfig
+    from transformers import (
+        DynamicCache,
+        EncoderDecoderCache,
+        LlamaConfig,
+        Qwen3NextConfig,
+        StaticCache,
+        WhisperConfig,
+    )
     from transformers.masking_utils import create_causal_mask
 
 
@@ -72,3 +81,26 @@ class StaticCacheRecordingMaskTest(unittest.TestCase):
         expected_mask = torch.tensor([[[[True, True, True, True, False, False, False, False]]]])
         self.assertIsNotNone(causal_mask)
         self.assertTrue(torch.equal(causal_mask, expected_mask))
+
+    @parameterized.expand([("static", False), ("dynamic", True)])
+    def test_single_token_mask_decision_of_other_caches_is_unchanged(self, cache_type, skips_mask):
+        """One token keeps its causal mask over a plain static cache, and skips it over a dynamic cache."""
+        config = LlamaConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, attn_implementation="sdpa")
+        cache = StaticCache(config=config, max_cache_len=8) if cache_type == "static" else DynamicCache(config=config)
+        key_states = torch.rand(1, config.num_key_value_heads, 3, config.head_dim)
+        cache.update(key_states, key_states, layer_idx=0)
+
+        causal_mask = create_causal_mask(
+            config=config,
+            inputs_embeds=torch.empty((1, 1, 0)),
+            attention_mask=None,
+            cache=cache,
+            position_ids=torch.tensor([[3]]),
+        )
+
+        if skips_mask:
+            self.assertIsNone(causal_mask)
+        else:
+            expected_mask = torch.tensor([[[[True, True, True, True, False, False, False, False]]]])
+            self.assertIsNotNone(causal_mask)
+            self.assertTrue(torch.equal(causal_mask, expected_mask))

@@ -12,6 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
+import os
+import tempfile
 import unittest
 
 from parameterized import parameterized
@@ -21,6 +23,9 @@ from transformers.testing_utils import require_torch
 
 
 if is_torch_available():
+    import torch
+    from safetensors.torch import save_file
+
     from transformers import BailingHybridForCausalLM
     from transformers.modeling_layers import MtpModel
     from transformers.models.bailing_hybrid.modeling_bailing_hybrid import BailingHybridAttention, BailingHybridMoE
@@ -62,3 +67,28 @@ class BailingHybridMtpConfigTest(unittest.TestCase):
 
         self.assertEqual(mtp_config.layer_types, ["full_attention"] * num_mtp_layers)
         self.assertEqual(mtp_config.mlp_layer_types, ["sparse"] * num_mtp_layers)
+
+
+@require_torch
+class BailingHybridMtpLoadingTest(unittest.TestCase):
+    def test_mtp_post_norm_is_loaded_from_final_layernorm(self):
+        """`MtpModel.from_pretrained` loads the post-norm of an MTP layer from the checkpoint's `final_layernorm`."""
+        torch.manual_seed(0)
+        config = _tiny_config(num_mtp_layers=1, mtp_layer_types=["full_attention"], mtp_mlp_layer_types=["sparse"])
+        model = BailingHybridForCausalLM(config)
+        weights = dict(model.state_dict())
+        # As in Bailing-hybrid's checkpoints: after the decoder layers, the decoder block's weights unnested
+        for name, tensor in MtpModel(model, num_mtp_layers=1).layers[0].state_dict().items():
+            name = name.removeprefix("mtp_block.").replace("post_norm", "final_layernorm")
+            weights[f"model.layers.2.{name}"] = tensor
+        saved_norm = weights["model.layers.2.final_layernorm.weight"] = torch.rand(config.hidden_size)
+
+        with tempfile.TemporaryDirectory() as checkpoint:
+            model.save_pretrained(checkpoint)
+            save_file({k: v.contiguous() for k, v in weights.items()}, os.path.join(checkpoint, "model.safetensors"))
+            model = BailingHybridForCausalLM.from_pretrained(
+                checkpoint, use_kernels=False, experts_implementation="eager"
+            )
+            mtp_model = MtpModel.from_pretrained(model)
+
+        torch.testing.assert_close(mtp_model.layers[0].post_norm.weight, saved_norm, rtol=0, atol=0)

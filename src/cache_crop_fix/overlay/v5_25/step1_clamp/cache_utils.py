@@ -1,6 +1,9 @@
 # Step 1 of the fix for transformers 5.25.x, in `transformers/cache_utils.py`: `crop` clamps oversized removals, so that
 # removing more tokens than a layer holds empties it instead of driving its counters negative (`DynamicLayer` and the
-# indexer of `DynamicIndexedLayer` already do: slicing a shorter tensor empties it).
+# indexer of `DynamicIndexedLayer` already do: slicing a shorter tensor empties it). `StaticIndexedLayer.crop` also cuts
+# the positions some models keep in `indexer_position_ids` (Qwen4-Exp concatenates its 3-D positions to them every
+# forward, "so cache operations such as reset, crop and beam reordering also update the position history"): after a
+# rollback the indexer read the positions of rejected tokens. `DynamicIndexedLayer.crop` already cuts them.
 #
 # Each class below is named like the upstream class it changes and holds only the methods this step replaces; the
 # patcher installs them on the upstream classes at runtime and the exporter transplants them into upstream's file. The
@@ -53,3 +56,6 @@ class StaticIndexedLayer:
         super().crop(tokens_to_remove)
         if self.is_indexer_initialized and tokens_to_remove:
             self.indexer_cumulative_length.sub_(min(-tokens_to_remove, self.max_cache_len)).clamp_(min=0)
+        if self.indexer_position_ids is not None and tokens_to_remove:
+            kept = max(self.indexer_position_ids.shape[-1] + tokens_to_remove, 0)
+            self.indexer_position_ids = self.indexer_position_ids[..., :kept]

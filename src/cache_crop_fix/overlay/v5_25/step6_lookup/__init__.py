@@ -1,1 +1,0 @@
-"""Step 6: prompt lookup proposes no more candidates than fit before the token the main model adds (static caches)."""

@@ -1,1 +1,0 @@
-"""Step 8: single-token forwards over static attention layers keep their causal mask while linear layers record."""

@@ -1,1 +1,0 @@
-"""Step 9: Inkling's attention keeps the query offset of a static layer from before `cache.update` advances it."""
