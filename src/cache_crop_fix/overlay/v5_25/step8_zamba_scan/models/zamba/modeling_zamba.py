@@ -17,7 +17,7 @@ from transformers.utils.deprecation import deprecate_kwarg
 if TYPE_CHECKING:
     # Names that the upstream module binds and our method uses (at runtime it runs with its globals)
     import torch
-    import torch.nn.functional as F
+    from torch import nn
 
     from transformers.cache_utils import Cache
     from transformers.models.zamba.modeling_zamba import (
@@ -155,14 +155,14 @@ class ZambaMambaMixer:
                         # where it vanishes anyway (exp is slow on underflows)
                         dt = time_step[head_idx]
                         dt = dt + time_proj_bias[head_idx, :, None] if time_proj_bias is not None else dt
-                        decay = A[head_idx].T * F.softplus(dt).cumsum(-1).transpose(1, 2)[:, :, None]  # (b, t, s, d)
+                        decay = A[head_idx].T * nn.functional.softplus(dt).cumsum(-1).transpose(1, 2)[:, :, None]
                         carried = decay.clamp_(min=-80).exp_()
                         state = recurrent_state[:, head_idx, None].transpose(2, 3)
                         # In place unless autograd records: it needs the output of `exp_`, and the state (which the
                         # cache update below overwrites)
                         carried = carried * state.clone() if torch.is_grad_enabled() else carried.mul_(state)
                         carried_output = (C[head_idx, :, :, None].to(carried.dtype) @ carried).squeeze(2)
-                        head_output = head_output + carried_output.transpose(1, 2) * F.silu(gate[head_idx])
+                        head_output = head_output + carried_output.transpose(1, 2) * nn.functional.silu(gate[head_idx])
                         final_state = final_state + carried[:, -1].transpose(1, 2)
                     scan_outputs.append(head_output)
                     final_states.append(final_state)
