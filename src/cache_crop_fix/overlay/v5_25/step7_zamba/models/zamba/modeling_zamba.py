@@ -3,161 +3,63 @@
 # (assisted decoding) had nothing to roll back to. The forwards of a recording cache now go through the recurrent form
 # (the single-token update), token by token from the cached state, on a copy of it (the update writes its state in
 # place, and the cache records the state it holds), and hand over the state after each of the last
-# `recurrent_states_to_keep` tokens, as the Mamba2 models do. The exporter applies it to `modular_zamba.py` as well.
-from __future__ import annotations
+# `recurrent_states_to_keep` tokens, as the Mamba2 models do. A codemod of the recurrent form of
+# `ZambaMambaMixer.forward` rather than a copy of the method (see `cache_crop_fix.codemod`); the exporter applies it to
+# `modular_zamba.py` as well.
 
-from typing import TYPE_CHECKING
-
-# The decorators of the upstream method, kept: they run when this module is imported
-from transformers.integrations.accelerate import force_accelerate_hooks
-from transformers.utils.deprecation import deprecate_kwarg
-
-
-if TYPE_CHECKING:
-    # Names that the upstream module binds and our method uses (at runtime it runs with its globals)
-    import torch
-
-    from transformers.cache_utils import Cache
-    from transformers.models.zamba.modeling_zamba import (
-        apply_mask_to_padding_states,
-        causal_conv1d_forward,
-        mamba_selective_scan,
-        mamba_selective_state_update,
+CODEMODS = {
+    "ZambaMambaMixer.forward": (
+        "# Recurrent form\n"
+        "if recurrent_state is not None and seq_len == 1:\n"
+        "    scan_outputs = []\n"
+        "\n"
+        "    for head_idx in range(self.n_mamba_heads):\n"
+        "        scan_output = mamba_selective_state_update(\n"
+        "            recurrent_state[:, head_idx],\n"
+        "            hidden_states_B_C[head_idx, ..., 0],\n"
+        "            time_step[head_idx, ..., 0],\n"
+        "            A[head_idx],\n"
+        "            B[head_idx, :, 0],\n"
+        "            C[head_idx, :, 0],\n"
+        "            self.D[head_idx],\n"
+        "            z=gate[head_idx, ..., 0],\n"
+        "            dt_bias=time_proj_bias[head_idx] if time_proj_bias is not None else None,\n"
+        "            dt_softplus=True,\n"
+        "        ).unsqueeze(-1)\n"
+        "        scan_outputs.append(scan_output)\n"
+        "\n"
+        "    scan_output = torch.cat(scan_outputs, dim=1)",
+        "# Recurrent form: a single token, or the tokens of a cache that records its past (it needs the state after each\n"
+        "# of the last `recurrent_states_to_keep` tokens to be cropped later)\n"
+        "recording = cache is not None and cache.is_recording_past(self.layer_idx)\n"
+        "if (recurrent_state is not None and seq_len == 1) or recording:\n"
+        "    scan_outputs, states = [], []\n"
+        "    if recording:  # on a copy: the updates write it in place, and the cache records the state it holds\n"
+        "        num_states = min(cache.get_recurrent_states_to_keep(self.layer_idx), seq_len)\n"
+        "        if recurrent_state is None:\n"
+        "            recurrent_state = A.new_zeros(batch_size, *A.shape, dtype=torch.promote_types(dtype, A.dtype))\n"
+        "        recurrent_state = recurrent_state.clone()\n"
+        "\n"
+        "    for index in range(seq_len * self.n_mamba_heads):  # token by token, each head in turn\n"
+        "        token_idx, head_idx = divmod(index, self.n_mamba_heads)\n"
+        "        scan_output = mamba_selective_state_update(\n"
+        "            recurrent_state[:, head_idx],\n"
+        "            hidden_states_B_C[head_idx, ..., token_idx],\n"
+        "            time_step[head_idx, ..., token_idx],\n"
+        "            A[head_idx],\n"
+        "            B[head_idx, :, token_idx],\n"
+        "            C[head_idx, :, token_idx],\n"
+        "            self.D[head_idx],\n"
+        "            z=gate[head_idx, ..., token_idx],\n"
+        "            dt_bias=time_proj_bias[head_idx] if time_proj_bias is not None else None,\n"
+        "            dt_softplus=True,\n"
+        "        ).unsqueeze(-1)\n"
+        "        scan_outputs.append(scan_output)\n"
+        "        if recording and head_idx == self.n_mamba_heads - 1 and token_idx >= seq_len - num_states:\n"
+        "            states.append(recurrent_state.clone())\n"
+        "\n"
+        "    scan_output = torch.cat(scan_outputs, dim=1).view(batch_size, seq_len, -1).transpose(1, 2)\n"
+        "    if recording:\n"
+        "        cache.update_recurrent_state(states if len(states) > 1 else recurrent_state, self.layer_idx)",
     )
-
-
-class ZambaMambaMixer:
-    @force_accelerate_hooks("conv1d")
-    @deprecate_kwarg("cache_params", "5.40.0", new_name="cache")
-    def forward(
-        self,
-        hidden_states: torch.Tensor,
-        cache: Cache | None = None,
-        attention_mask: torch.LongTensor | None = None,
-        **kwargs,
-    ):
-        batch_size, seq_len, _ = hidden_states.shape
-        dtype = hidden_states.dtype
-        # Retrieve the recurrent state if there is a cache. It may be None if the layer is not initialized.
-        if cache is not None:
-            recurrent_state = cache.get_recurrent_state(self.layer_idx, state_idx=0)
-        else:
-            recurrent_state = None
-
-        # 1. Gated MLP's linear projection
-        hidden_states = apply_mask_to_padding_states(hidden_states, attention_mask)
-        projected_states = self.in_proj(hidden_states).transpose(1, 2)
-
-        # Key difference: Split the projection into independent Mamba heads
-        hidden_states_B_C, gate = projected_states.view(batch_size, -1, 2, seq_len).chunk(2, dim=2)
-        hidden_states_B_C = hidden_states_B_C.squeeze(2).contiguous()
-        gate = gate.reshape(batch_size, self.n_mamba_heads, self.mamba_head_dim, seq_len).transpose(0, 1)
-
-        # 2. Convolution sequence transformation
-        hidden_states_B_C = causal_conv1d_forward(
-            self.conv1d,
-            hidden_states_B_C,
-            cache,
-            self.layer_idx,
-            activation=self.activation,
-            **kwargs,
-        )
-
-        # 3. SSM transformation
-        hidden_states_B_C = apply_mask_to_padding_states(
-            hidden_states_B_C.transpose(1, 2),
-            attention_mask,
-        )
-        hidden_states_B_C = hidden_states_B_C.transpose(1, 2)
-        hidden_states_B_C = hidden_states_B_C.reshape(
-            batch_size,
-            self.n_mamba_heads,
-            self.mamba_head_dim,
-            seq_len,
-        ).transpose(0, 1)
-
-        # Key difference: x_proj and dt_proj have separate weights for each Mamba head
-        ssm_parameters = (self.x_proj_weight[:, None] @ hidden_states_B_C).transpose(-1, -2)
-        time_step, B, C = torch.split(
-            ssm_parameters,
-            [self.time_step_rank, self.ssm_state_size, self.ssm_state_size],
-            dim=-1,
-        )
-
-        time_step = self.dt_proj_weight[:, None] @ time_step.transpose(-1, -2)
-        time_proj_bias = self.dt_proj_bias.float() if self.dt_proj_bias is not None else None
-        A = -torch.exp(self.A_log.float())
-
-        # Key difference: per head scans
-        # Recurrent form: a single token, or the tokens of a cache that records its past (it needs the state after each
-        # of the last `recurrent_states_to_keep` tokens to be cropped later)
-        recording = cache is not None and cache.is_recording_past(self.layer_idx)
-        if (recurrent_state is not None and seq_len == 1) or recording:
-            scan_outputs, states = [], []
-            if recording:  # on a copy: the updates write it in place, and the cache records the state it holds
-                num_states = min(cache.get_recurrent_states_to_keep(self.layer_idx), seq_len)
-                if recurrent_state is None:
-                    recurrent_state = A.new_zeros(batch_size, *A.shape, dtype=torch.promote_types(dtype, A.dtype))
-                recurrent_state = recurrent_state.clone()
-
-            for index in range(seq_len * self.n_mamba_heads):  # token by token, each head in turn
-                token_idx, head_idx = divmod(index, self.n_mamba_heads)
-                scan_output = mamba_selective_state_update(
-                    recurrent_state[:, head_idx],
-                    hidden_states_B_C[head_idx, ..., token_idx],
-                    time_step[head_idx, ..., token_idx],
-                    A[head_idx],
-                    B[head_idx, :, token_idx],
-                    C[head_idx, :, token_idx],
-                    self.D[head_idx],
-                    z=gate[head_idx, ..., token_idx],
-                    dt_bias=time_proj_bias[head_idx] if time_proj_bias is not None else None,
-                    dt_softplus=True,
-                ).unsqueeze(-1)
-                scan_outputs.append(scan_output)
-                if recording and head_idx == self.n_mamba_heads - 1 and token_idx >= seq_len - num_states:
-                    states.append(recurrent_state.clone())
-
-            scan_output = torch.cat(scan_outputs, dim=1).view(batch_size, seq_len, -1).transpose(1, 2)
-            if recording:
-                cache.update_recurrent_state(states if len(states) > 1 else recurrent_state, self.layer_idx)
-
-        # Full sequence form
-        else:
-            output_final_state = cache is not None
-            scan_outputs = []
-            final_states = []
-
-            for head_idx in range(self.n_mamba_heads):
-                scan_result = mamba_selective_scan(
-                    hidden_states_B_C[head_idx],
-                    time_step[head_idx],
-                    A[head_idx],
-                    B[head_idx].transpose(1, 2),
-                    C[head_idx].transpose(1, 2),
-                    D=self.D[head_idx].float(),
-                    z=gate[head_idx],
-                    delta_bias=time_proj_bias[head_idx] if time_proj_bias is not None else None,
-                    delta_softplus=True,
-                    return_last_state=output_final_state,
-                    # Old model: only when user request it explicitly
-                    use_mambapy=False,
-                    use_associative_scan=self.use_associative_scan,
-                )
-
-                if output_final_state:
-                    head_output, final_state = scan_result
-                    scan_outputs.append(head_output)
-                    final_states.append(final_state)
-                else:
-                    scan_outputs.append(scan_result)
-
-            scan_output = torch.cat(scan_outputs, dim=1)
-
-            if output_final_state:
-                final_state = torch.stack(final_states, dim=1)
-                cache.update_recurrent_state(final_state, self.layer_idx)
-
-        # 4. Final linear projection
-        contextualized_states = self.out_proj(scan_output.transpose(1, 2).to(dtype))
-        return contextualized_states
+}
