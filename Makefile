@@ -125,6 +125,7 @@ audit: $(STAMP) $(STAMP_MAIN) $(STAMP_25)
 # generation with an assistant accepted often (issue 39: tokens fed to the assistant, its cache, speed-up), each target
 bench: $(STAMP) $(STAMP_MAIN) $(STAMP_25)
 	$(PY_25) benchmarks/bench_crop.py
+	$(PY_25) benchmarks/bench_static_sliding_room.py
 	$(PY_MAIN) benchmarks/bench_crop.py
 	$(PY) benchmarks/bench_crop.py
 	$(PY) benchmarks/bench_assisted_history.py

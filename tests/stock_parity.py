@@ -47,7 +47,7 @@ def _tokens(length: int) -> torch.Tensor:
 def _attention(cls: type, length: int, record: bool, **kwargs) -> Callable[[], object]:
     def build():
         layer = cls(**kwargs)
-        if record:
+        if record and hasattr(layer, "activate_past_recording"):  # stock's `StaticSlidingWindowLayer` has none
             layer.activate_past_recording()
         if length:
             # The positions a static layer writes at

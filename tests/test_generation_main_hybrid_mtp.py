@@ -18,7 +18,7 @@ the model's own multi-token-prediction layers, loaded from the checkpoint by `Mt
 families whose 5.25 modeling code hands states to the cache, two have MTP layers: Inkling (hybrid convolution and
 attention layers) and Bailing-hybrid (MLA attention and routed experts; it needs the upstream step 11, before which its
 config cannot build them); and Bailing-hybrid with a linear attention last layer and MTP layers of linear attention,
-which no checkpoint has but a config may name (they need the fork step 21: the MTP cache then rolls recurrent states
+which no checkpoint has but a config may name (they need the fork step 22: the MTP cache then rolls recurrent states
 back). Each runs with one and with two MTP layers (with two, the generator crops its `MtpCache` to
 redo a chain the main model rejected), with a dynamic and with a static main cache. For every case the tests check
 
@@ -48,13 +48,11 @@ from .test_generation_main_hybrid import (
     COMMON,
     MAIN_MODELS,
     MAX_NEW_TOKENS,
-    STATIC_VARIANTS,
     _compare_caches,
     _input_ids,
     _main_model,
     _MainCacheSpy,
     _set_generation_config,
-    _variant,
 )
 
 
@@ -79,7 +77,7 @@ MTP_FAMILIES = {
 }
 # Configurations of a family that no checkpoint has (yet): (family, its arguments for a number of MTP layers).
 # Bailing-hybrid with a linear attention last layer and MTP layers of linear attention, whose recurrent states the MTP
-# cache rolls back (fork step 21)
+# cache rolls back (fork step 22)
 MTP_CONFIGS = {
     "bailing_hybrid_linear": (
         "bailing_hybrid",
@@ -113,19 +111,17 @@ def _mtp_checkpoint_weights(model, num_mtp_layers, prefix):
 
 
 @cache
-def _mtp_model(name, num_mtp_layers, variant="dynamic"):
+def _mtp_model(name, num_mtp_layers):
     """The main model `name` with `num_mtp_layers` MTP layers, loaded from a checkpoint that has them."""
     family, extra_arguments = MTP_CONFIGS.get(name, (name, lambda num_mtp_layers: {}))
     config_class, model_class, arguments = MAIN_MODELS[family]
-    if variant == "static":
-        arguments = {**arguments, **STATIC_VARIANTS[family]}
     config = getattr(transformers, config_class)(
         **{**COMMON, **arguments, **extra_arguments(num_mtp_layers), "num_mtp_layers": num_mtp_layers},
         experts_implementation="eager",
     )
     torch.manual_seed(0)
     model = getattr(transformers, model_class)(config).to(MODEL_DTYPE)
-    checkpoint = os.path.join(CHECKPOINTS.name, f"{name}-{num_mtp_layers}-{variant}")
+    checkpoint = os.path.join(CHECKPOINTS.name, f"{name}-{num_mtp_layers}")
     model.save_pretrained(checkpoint)
     weights = _mtp_checkpoint_weights(model, num_mtp_layers, MTP_FAMILIES[family])
     save_file({key: tensor.contiguous() for key, tensor in weights.items()}, f"{checkpoint}/model.safetensors")
@@ -203,8 +199,7 @@ class HybridMainModelMtpGenerationTest(TinyModelTestCase):
         self.check_mtp_generation(name, 2, "dynamic", _input_ids()[:, :1])
 
     def check_mtp_generation(self, name, num_mtp_layers, cache_implementation, input_ids):
-        variant = _variant(name, cache_implementation)
-        model = _mtp_model(name, num_mtp_layers, variant)
+        model = _mtp_model(name, num_mtp_layers)
         kwargs = {"cache_implementation": "static"} if cache_implementation == "static" else {}
         with _MainCacheSpy(model, input_ids.shape[1]) as main_spy, _MtpCacheSpy() as mtp_spy:
             sequences = model.generate(

@@ -68,7 +68,7 @@ MUTANTS = (
     Mutant(
         "linear-host-count-not-recording",
         "compile/sync",
-        "step17_exact/cache_utils.py",
+        "step18_exact/cache_utils.py",
         "            self.cumulative_length_linear.add_(num_new_tokens)\n            if self.record_past:\n"
         "                self.num_tokens_linear += num_new_tokens\n",
         "            self.cumulative_length_linear.add_(num_new_tokens)\n            self.num_tokens_linear += num_new_tokens\n",
@@ -76,14 +76,14 @@ MUTANTS = (
     Mutant(
         "linear-count-read-on-host",
         "compile/sync",
-        "step17_exact/cache_utils.py",
+        "step18_exact/cache_utils.py",
         "        if self.record_past:\n            return self.num_tokens_linear\n",
         "        if self.record_past:\n            return int(self.cumulative_length_linear)\n",
     ),
     Mutant(
         "version-read-while-compiling",
         "compile/sync",
-        "step17_exact/cache_utils.py",
+        "step18_exact/cache_utils.py",
         "    if torch.compiler.is_compiling() or torch.is_inference(tensor):\n",
         "    if torch.is_inference(tensor):\n",
     ),
@@ -92,42 +92,42 @@ MUTANTS = (
     Mutant(
         "inference-state-not-copied",
         "fork step",
-        "step17_exact/cache_utils.py",
+        "step18_exact/cache_utils.py",
         "self.recurrent_states_versions[state_idx] = state.clone() if inference else _version(state)",
         "self.recurrent_states_versions[state_idx] = state if inference else _version(state)",
     ),
     Mutant(
         "inference-version-read",
         "fork step",
-        "step17_exact/cache_utils.py",
+        "step18_exact/cache_utils.py",
         "inference = not torch.compiler.is_compiling() and torch.is_inference(state)",
         "inference = False",
     ),
     Mutant(
         "linear-crop-0-reads-device",
         "compile/sync",
-        "step17_exact/cache_utils.py",
+        "step18_exact/cache_utils.py",
         "        num_tokens = self._num_tokens() if tokens_to_remove else self.num_tokens_linear\n",
         "        num_tokens = self._num_tokens()\n",
     ),
     Mutant(
         "history-keeps-one-too-few",
         "fork step",
-        "step17_exact/cache_utils.py",
+        "step18_exact/cache_utils.py",
         "        del history[: max(len(history) - self.recurrent_states_to_keep, 0)]\n",
         "        del history[: max(len(history) - self.recurrent_states_to_keep + 1, 0)]\n",
     ),
     Mutant(
         "dsw-refusal-skipped-when-recording",
         "fork step",
-        "step18_refuse/cache_utils.py",
+        "step19_refuse/cache_utils.py",
         "        if max(seq_length + tokens_to_remove - self.sliding_window + 1, 0) < first_stored_token:\n",
         "        if max(seq_length + tokens_to_remove - self.sliding_window, 0) < first_stored_token:\n",
     ),
     Mutant(
         "dsw-empty-positive-accepted",
         "fork step",
-        "step18_refuse/cache_utils.py",
+        "step19_refuse/cache_utils.py",
         "            return super().crop(tokens_to_remove)\n",
         "            return\n",
     ),
@@ -183,16 +183,16 @@ MUTANTS = (
     Mutant(
         "deepseek-assistant-not-refused",
         "fork step",
-        "step19_deepseek/generation/candidate_generator.py",
+        "step20_deepseek/generation/candidate_generator.py",
         '"if cache is not None and not cache.is_croppable:\\n"',
         '"if cache is not None and not cache.is_croppable and False:\\n"',
     ),
     # A method that a later step defines again is mutated in the last step that defines it: the fix installs that one
-    # (step 1's `StaticSlidingWindowLayer.crop` is step 18's on the fork branch, its `StaticIndexedLayer.crop` is the last of step 1)
+    # (step 1's `StaticSlidingWindowLayer.crop` is step 19's on the fork branch, its `StaticIndexedLayer.crop` is the last of step 1)
     Mutant(
         "static-sliding-counter-not-clamped",
         "fork step",
-        "step18_refuse/cache_utils.py",
+        "step19_refuse/cache_utils.py",
         "        self.cumulative_length_int = max(self.cumulative_length_int + tokens_to_remove, 0)\n",
         "        self.cumulative_length_int = self.cumulative_length_int + tokens_to_remove\n",
     ),

@@ -127,7 +127,8 @@ def cases(table: Table) -> list[Case]:
         layers(lambda: c.StaticSlidingWindowLayer(max_len, window)),
         six,
         arguments=(2, 0, -1, -3, -9),
-        refuse=(2, -1, -3),
+        # Its window of 4 holds the 3 tokens the next one needs and one more: 1 can be removed (upstream step 17)
+        refuse=(2, -3),
     )
     add(
         f"StaticIndexedLayer (max_cache_len {max_len})",
@@ -396,13 +397,14 @@ def cases(table: Table) -> list[Case]:
         exact_cases(
             family, "N=2, 3 tokens at once (no state after the first)", linear(factory, keep=2), three, doable=(1,)
         )
-    # A static sliding window longer than the window may evict what a partial crop needs: only full rollbacks are exact
+    # A static sliding window longer than the window makes room for the tokens to remove when recording starts
+    # (upstream step 17): partial crops are exact
     exact_cases(
         f"LinearAttentionAndStaticSlidingWindowAttentionLayer (max_cache_len {max_len}, window {window})",
         "N=3, 3 tokens at once",
         linear(lambda: c.LinearAttentionAndStaticSlidingWindowAttentionLayer(max_len, window), keep=3),
         three,
-        doable=(),
+        doable=(1, 2),
     )
 
     shared_cases(add, layers, Setup, c, ocr, (llama, mistral, deepseek), refuse_all=ARGUMENTS)

@@ -185,8 +185,21 @@ STEPS = (
         ),
     ),
     Step(
-        "step17_exact",
-        "17-fork-exact",
+        "step17_sliding",
+        "17-static-sliding",
+        "Roll static sliding-window layers back exactly, and allow them in speculative decoding",
+        tests=("StaticSlidingWindowRollbackTest", "StaticSlidingWindowAssistedDecodingTest"),
+        behaviour_changes=(
+            "`activate_past_recording` on a `StaticSlidingWindowLayer` (assisted decoding calls it) makes its states "
+            "hold `sliding_window + N - 1` tokens (at most `max_cache_len`): speculative decoding with a static cache "
+            "works on sliding-window models (it raised a `ValueError` up front).",
+            "`crop` of a static sliding-window layer whose window wrapped around restores the kept tokens' states, or "
+            "raises a `ValueError` before anything changes if they were overwritten (it kept the wrong ones).",
+        ),
+    ),
+    Step(
+        "step18_exact",
+        "18-fork-exact",
         "Roll linear attention layers back exactly, or refuse before anything changes",
         tests=("LinearAttentionHistoryTest", "GrowingScheduleAssistedDecodingTest"),
         behaviour_changes=(
@@ -201,8 +214,8 @@ STEPS = (
         kind="fork",
     ),
     Step(
-        "step18_refuse",
-        "18-fork-refuse",
+        "step19_refuse",
+        "19-fork-refuse",
         "Refuse `crop` on attention layers that cannot put their states back",
         tests=(
             "RefusedCropTest",
@@ -221,8 +234,8 @@ STEPS = (
         kind="fork",
     ),
     Step(
-        "step19_deepseek",
-        "19-fork-deepseek",
+        "step20_deepseek",
+        "20-fork-deepseek",
         "Refuse partial `crop` on DeepSeek-V4's compressed-attention caches, and assistants whose cache cannot be cropped",
         tests=("DeepseekV4CacheCropTest",),
         behaviour_changes=(
@@ -233,8 +246,8 @@ STEPS = (
         kind="fork",
     ),
     Step(
-        "step20_edges",
-        "20-fork-edges",
+        "step21_edges",
+        "21-fork-edges",
         "Crop dynamic layers without tokens yet, and removals beyond 64 bits",
         tests=(
             "CropEdgesTest",
@@ -250,8 +263,8 @@ STEPS = (
         kind="fork",
     ),
     Step(
-        "step21_mtp_linear",
-        "21-fork-mtp-linear",
+        "step22_mtp_linear",
+        "22-fork-mtp-linear",
         "Build MTP layers of linear attention, and roll them back exactly",
         tests=("MTPLinearAttentionLayersTest", "MTPCacheRoundsTest"),
         behaviour_changes=("MTP layers of linear attention build and decode exactly (they raised a `TypeError`).",),
@@ -280,7 +293,10 @@ FINGERPRINTS: dict[str, frozenset[str]] = {
     "transformers.cache_utils.LinearAttentionLayer.update_recurrent_state": frozenset({"a3602356e5605e30"}),
     "transformers.cache_utils.StaticIndexedLayer.crop": frozenset({"b2bd645bcb89e37f"}),
     "transformers.cache_utils.StaticLayer.crop": frozenset({"3765188a4ed38cf6"}),
+    "transformers.cache_utils.StaticSlidingWindowLayer.__init__": frozenset({"1f108236b5c48c00"}),
     "transformers.cache_utils.StaticSlidingWindowLayer.crop": frozenset({"08845cd2cd669ff7"}),
+    "transformers.cache_utils.StaticSlidingWindowLayer.is_croppable": frozenset({"ef661ab01adde08a"}),
+    "transformers.cache_utils.StaticSlidingWindowLayer.reset": frozenset({"77c0bf92ac784c4e"}),
     "transformers.generation.candidate_generator.AssistedCandidateGenerator.__init__": frozenset({"0186fbe245717658"}),
     "transformers.generation.candidate_generator.AssistedCandidateGenerator._update_past_and_masks": frozenset(
         {"f79f4f17fa1a9f47"}

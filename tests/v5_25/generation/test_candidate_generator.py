@@ -473,3 +473,40 @@ class DraftsPerRoundTest(unittest.TestCase):
         # Each round: as many drafts as draft logits, `num_mtp_layers` or `max_length - length - 1`, whichever is less
         self.assertEqual(rounds, [(length, min(2, 15 - length), min(2, 15 - length)) for length, _, _ in rounds])
         self.assertIn(1, [drafts for _, drafts, _ in rounds])  # a round cut by `max_length`
+
+
+@require_torch
+class StaticSlidingWindowAssistedDecodingTest(unittest.TestCase):
+    def test_static_cache_with_a_shorter_window_matches_greedy_and_rolls_back_exactly(self):
+        """A static cache whose window (4) is shorter than it makes room for the drafts: assisted decoding matches greedy
+        (5.25.0 refused it up front), and the returned cache continues as a fresh forward over the tokens does."""
+        torch.manual_seed(0)
+        config = MistralConfig(
+            vocab_size=32,
+            hidden_size=32,
+            intermediate_size=37,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            num_hidden_layers=2,
+            sliding_window=4,
+        )
+        model = MistralForCausalLM(config).to(torch_device, torch.float64).eval()
+        torch.manual_seed(1)
+        assistant_config = LlamaConfig(
+            vocab_size=32, hidden_size=32, intermediate_size=37, num_attention_heads=2, num_hidden_layers=1
+        )
+        assistant = LlamaForCausalLM(assistant_config).to(torch_device, torch.float64).eval()
+        (
+            assistant.generation_config.num_assistant_tokens,
+            assistant.generation_config.assistant_confidence_threshold,
+        ) = 3, 0
+        input_ids = torch.tensor([[5, 9, 2, 7, 1]], device=torch_device)
+        kwargs = {"max_new_tokens": 12, "do_sample": False, "cache_implementation": "static"}
+        greedy = model.generate(input_ids, **kwargs)
+
+        assisted = model.generate(input_ids, assistant_model=assistant, return_dict_in_generate=True, **kwargs)
+
+        self.assertEqual(assisted.sequences.tolist(), greedy.tolist())
+        sequences = assisted.sequences
+        logits = model(sequences[:, -1:], cache=assisted.cache).logits[:, -1]
+        torch.testing.assert_close(logits, model(sequences).logits[:, -1])

@@ -323,12 +323,13 @@ class StaticLayerHotPathTest(unittest.TestCase):
 
     @parameterized.expand([(name, removal) for name in STATIC_LAYERS for removal in (-2, -5)])
     def test_static_crop_only_moves_its_counters(self, name, removal):
-        """A static crop moves its counters in place (`sub_`, `clamp_`) and writes no key, value or indexer slot."""
+        """A static crop moves its counters in place (`sub_`, `clamp_`, or a sliding window's `fill_`) and writes no key,
+        value or indexer slot."""
         layer = _static_layer_of_3_tokens(name)
         tensors = {attribute: getattr(layer, attribute, None) for attribute in STATIC_TENSORS}
         versions = {attribute: tensor._version for attribute, tensor in tensors.items() if tensor is not None}
         kernels = {op.overloadpacket.__name__ for op in _dispatched_ops(lambda: layer.crop(removal)) if not op.is_view}
-        self.assertLessEqual(kernels, {"sub_", "clamp_"})
+        self.assertLessEqual(kernels, {"sub_", "clamp_", "fill_"})
         for attribute, tensor in tensors.items():
             self.assertIs(getattr(layer, attribute, None), tensor)
             if "cumulative_length" not in attribute and tensor is not None:
@@ -658,13 +659,14 @@ class LinearAttentionHistoryTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             cache.crop(-4)
         self.assertEqual([int(layer.get_seq_length()) for layer in cache.layers], [5, 5])
-        # A static sliding window larger than its window cannot bring evicted states back
+        # A static sliding window that wrapped around without room for the tokens to remove cannot bring back the states
+        # it overwrote (its window of 4 holds the 3 tokens before the last one: 1 can be removed)
         layer = LinearAttentionAndStaticSlidingWindowAttentionLayer(max_cache_len=8, sliding_window=4)
         for position in range(6):
             layer.update(_tokens(position, 1), _tokens(position, 1))
         self.assertFalse(layer.is_croppable)
         with self.assertRaisesRegex(ValueError, "overwr"):
-            layer.crop(-1)
+            layer.crop(-2)
 
     @parameterized.expand([(name, record) for name in HYBRID_LAYERS for record in (False, True)])
     def test_crop_0_after_a_forward_launches_no_kernel(self, name, record):
@@ -800,6 +802,72 @@ class StaticHybridLayerCropTest(unittest.TestCase):
         self.assertTrue(layer_class(max_cache_len=4, sliding_window=4).is_croppable)
 
 
+def _next_token_window(layer, position):
+    """Feeds token `position` to a sliding window layer: the values its attention sees, by position (the slots the mask
+    keeps)."""
+    kv_length, kv_offset = layer.get_mask_sizes(1)
+    keys, _ = layer.update(_tokens(position, 1), _tokens(position, 1))
+    window = range(position - layer.sliding_window + 1, position + 1)
+    return {kv_offset + slot: keys[0, 0, slot, 0].item() for slot in range(kv_length) if kv_offset + slot in window}
+
+
+def _window_of(position, sliding_window=4):
+    return {p: p + 1.0 for p in range(max(position - sliding_window + 1, 0), position + 1)}
+
+
+@require_torch
+class StaticSlidingWindowRollbackTest(unittest.TestCase):
+    def test_recording_makes_room_for_the_tokens_to_remove(self):
+        """Room for 3 tokens to remove: 2 slots more than the window (the window's own last slot is not needed)."""
+        layer = StaticSlidingWindowLayer(max_cache_len=32, sliding_window=4)
+        self.assertFalse(layer.is_croppable)
+        layer.activate_past_recording(recurrent_states_to_keep=3)
+        self.assertEqual((layer.max_cache_len, layer.is_croppable), (6, True))
+        # At most `max_cache_len`
+        layer = StaticSlidingWindowLayer(max_cache_len=5, sliding_window=4)
+        layer.activate_past_recording(recurrent_states_to_keep=3)
+        self.assertEqual(layer.max_cache_len, 5)
+
+    @parameterized.expand([(removal, chunk) for removal in (1, 2, 3) for chunk in (1, 4)])
+    def test_crop_restores_the_window_of_the_kept_tokens(self, removal, chunk):
+        """Past the window, tokens added `chunk` at a time (4: drafts verified together): after each rollback, the next
+        token sees exactly the kept tokens of its window."""
+        layer = StaticSlidingWindowLayer(max_cache_len=32, sliding_window=4)
+        layer.activate_past_recording(recurrent_states_to_keep=3)
+        layer.update(_tokens(0, 9), _tokens(0, 9))
+        length = 9
+        for _ in range(3):
+            for position in range(length, length + 4, chunk):
+                layer.update(_tokens(position, chunk), _tokens(position, chunk))
+            layer.crop(-removal)
+            length += 4 - removal
+            self.assertEqual(layer.get_seq_length(), length)
+            self.assertEqual(_next_token_window(layer, length), _window_of(length))
+            length += 1
+
+    def test_room_made_once_the_window_wrapped_keeps_the_stored_tokens(self):
+        """A cache that already holds tokens (a second turn) moves them to its larger states."""
+        layer = StaticSlidingWindowLayer(max_cache_len=32, sliding_window=4)
+        layer.update(_tokens(0, 9), _tokens(0, 9))
+        layer.activate_past_recording(recurrent_states_to_keep=3)
+        layer.update(_tokens(9, 4), _tokens(9, 4))
+        layer.crop(-3)
+        self.assertEqual(_next_token_window(layer, 10), _window_of(10))
+
+    def test_crop_beyond_the_room_raises_before_anything_changes(self):
+        """Room for 2 tokens: removing 3 would need a token whose states were overwritten."""
+        layer = StaticSlidingWindowLayer(max_cache_len=32, sliding_window=4)
+        layer.activate_past_recording(recurrent_states_to_keep=2)
+        layer.update(_tokens(0, 9), _tokens(0, 9))
+        keys = layer.keys.clone()
+        with self.assertRaisesRegex(ValueError, "Cannot remove 3 of the 9 tokens"):
+            layer.crop(-3)
+        self.assertEqual(layer.get_seq_length(), 9)
+        self.assertTrue(torch.equal(layer.keys, keys))
+        layer.crop(-9)
+        self.assertEqual(_next_token_window(layer, 0), _window_of(0))
+
+
 @require_torch
 class StaticIndexedLayerPositionsCropTest(unittest.TestCase):
     def test_indexer_positions_follow_the_kept_tokens(self):
@@ -899,11 +967,12 @@ class RefusedCropTest(unittest.TestCase):
     @parameterized.expand([(8, 6), (4, 6), (4, 5)])
     def test_static_sliding_window_that_wrapped_around_refuses(self, max_cache_len, length):
         # With `max_cache_len=4`, `is_croppable` is `True`, yet a cache of sliding layers only goes on past the window
-        # (one token past it already overwrote the first one)
+        # (one token past it already overwrote the first one). Without room for the tokens to remove (see
+        # `activate_past_recording`), its 4 slots hold the 3 tokens the next one needs and one more: 1 can be removed
         layer = StaticSlidingWindowLayer(max_cache_len=max_cache_len, sliding_window=4)
         for position in range(length):
             layer.update(_tokens(position, 1), _tokens(position, 1))
-        self.assertRefusedUnchanged(Cache(layers=[layer]), -1)
+        self.assertRefusedUnchanged(Cache(layers=[layer]), -2)
         # The layer checks its own crops too: only nothing or every token can be removed
         with self.assertRaisesRegex(ValueError, f"Cannot remove {length - 1} of the {length} tokens"):
             layer.crop(1 - length)
@@ -920,7 +989,8 @@ class RefusedCropTest(unittest.TestCase):
         if kind == "dynamic":
             layer = LinearAttentionAndSlidingWindowAttentionLayer(sliding_window=4)
         else:
-            layer = LinearAttentionAndStaticSlidingWindowAttentionLayer(max_cache_len=8, sliding_window=4)
+            # A cache of sliding layers only goes on past `max_cache_len`: room for 1 token to remove, not 3
+            layer = LinearAttentionAndStaticSlidingWindowAttentionLayer(max_cache_len=5, sliding_window=4)
         if refusing == "linear_part":
             # 3 tokens with 2 per-token states: the linear part cannot remove 2, the window (not full) could
             layer.activate_past_recording(recurrent_states_to_keep=2)
@@ -938,7 +1008,7 @@ class RefusedCropTest(unittest.TestCase):
             for position in range(6):
                 layer.update(_tokens(position, 1), _tokens(position, 1))
                 _forward(layer, position, 1, 3)
-            removal, error = -1, "overwr"
+            removal, error = -3, "overwr"
         before = (
             int(layer.get_seq_length()),
             layer.keys.clone(),

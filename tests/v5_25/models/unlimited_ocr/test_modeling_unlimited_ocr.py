@@ -72,15 +72,17 @@ class UnlimitedOcrStaticCropTest(unittest.TestCase):
 @require_torch
 class UnlimitedOcrStaticRefusedCropTest(unittest.TestCase):
     def test_window_that_wrapped_around_refuses_a_partial_crop_and_empties(self):
-        """With 8 tokens, the 6 decoded ones overwrote the first ones of the window, though `is_croppable` holds."""
+        """With 8 tokens, the 6 decoded ones overwrote the first ones of the window, though `is_croppable` holds: its 4
+        slots hold the 3 tokens the next one needs and one more, so only 1 can be removed (recording makes no room)."""
         layer = UnlimitedOcrStaticReferenceSlidingWindowLayer(max_cache_len=6, sliding_window=4)
         layer.set_prefill_length(2)
+        layer.activate_past_recording(recurrent_states_to_keep=3)
         for position in range(8):
             layer.update(_tokens(position, 1), _tokens(position, 1))
         self.assertTrue(layer.is_croppable)
         keys = layer.all_keys.clone()
-        with self.assertRaisesRegex(ValueError, "wrapped around"):
-            layer.crop(-1)
+        with self.assertRaisesRegex(ValueError, "overwritten"):
+            layer.crop(-2)
         self.assertEqual(layer.get_seq_length(), 8)
         self.assertTrue(torch.equal(layer.all_keys, keys))
         # Removing the decoded tokens empties the window and keeps the prefill
@@ -95,8 +97,8 @@ class UnlimitedOcrStaticRefusedCropTest(unittest.TestCase):
         cache = Cache(layers=[DynamicLayer(), layer])
         for position in range(8):
             _update_both(cache, position, 1)
-        with self.assertRaisesRegex(ValueError, "wrapped around"):
-            cache.crop(-1)
+        with self.assertRaisesRegex(ValueError, "overwritten"):
+            cache.crop(-2)
         self.assertEqual([layer.get_seq_length() for layer in cache.layers], [8, 8])
 
 

@@ -1,4 +1,4 @@
-# Step 17 of the fix for transformers 5.25.x, fork only, in `transformers/cache_utils.py`: linear attention layers roll
+# Step 18 of the fix for transformers 5.25.x, fork only, in `transformers/cache_utils.py`: linear attention layers roll
 # back through the per-token recurrent-state history of 5.25 (`activate_past_recording(recurrent_states_to_keep=N)`)
 # exactly, or refuse before anything changes, whatever the caller (step 2 makes `generate` exact).
 #
@@ -339,12 +339,14 @@ class LinearAttentionAndSlidingWindowAttentionLayer:
 
 
 class LinearAttentionAndStaticSlidingWindowAttentionLayer:
+    def _check_crop(self, tokens_to_remove: int) -> None:
+        LinearAttentionLayer._check_crop(self, tokens_to_remove)
+        StaticSlidingWindowLayer._check_crop(self, tokens_to_remove)
+
     def crop(self, tokens_to_remove: int) -> None:
-        if tokens_to_remove < 0 and not self.is_croppable:
-            raise ValueError(
-                f"Cannot crop a `{self.__class__.__name__}` whose `max_cache_len` is larger than its sliding window: the states "
-                "to restore may have been overwritten. Use a `max_cache_len` of at most the sliding window to be able to crop it."
-            )
+        # Check both parts before cropping either
+        if tokens_to_remove:
+            self._check_crop(tokens_to_remove)
         LinearAttentionLayer.crop(self, tokens_to_remove)
         StaticSlidingWindowLayer.crop(self, tokens_to_remove)
 

@@ -1,7 +1,7 @@
-# Step 18 of the fix for transformers 5.25.x, fork only, in `transformers/cache_utils.py`: the attention layers that
+# Step 19 of the fix for transformers 5.25.x, fork only, in `transformers/cache_utils.py`: the attention layers that
 # cannot put their states back as they were refuse a crop before anything changes (`Cache.crop` asks every layer first,
-# since step 17), instead of keeping fewer or other tokens than the kept ones: a sliding window that already dropped the
-# tokens it needs, a static sliding window that may have overwritten them, and the quantized layers.
+# since step 18), instead of keeping fewer or other tokens than the kept ones: a sliding window that already dropped the
+# tokens it needs, and the quantized layers (a static sliding window refuses since step 17).
 #
 # Each class below is named like the upstream class it changes and holds only the methods this step adds or replaces;
 # the patcher installs them on the upstream classes at runtime and the exporter transplants them into upstream's file.
@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     from transformers.cache_utils import (
         DynamicSlidingWindowLayer,
         LinearAttentionLayer,
-        StaticSlidingWindowLayer,
     )
 
 
@@ -88,36 +87,6 @@ class DynamicSlidingWindowLayer:
                 self.cumulative_length = self.keys.shape[-2]
 
 
-class StaticSlidingWindowLayer:
-    def _check_crop(self, tokens_to_remove: int) -> None:
-        """
-        Raises for a partial removal if the layer is not croppable (see `is_croppable`), or if it saw more tokens than its
-        window holds: its window may have wrapped around and overwritten the states the crop would need. Removing every
-        token is always possible.
-        """
-        # `is_croppable` only says the window cannot wrap in a cache whose other layers stop at `max_cache_len`: a cache of
-        # sliding layers only goes on past it
-        seq_length = self.cumulative_length_int
-        if 0 < -tokens_to_remove < seq_length and (not self.is_croppable or seq_length > self.max_cache_len):
-            raise ValueError(
-                f"Cannot remove {-tokens_to_remove} of the {seq_length} tokens of a `{self.__class__.__name__}`: its window "
-                f"of {self.max_cache_len} tokens may have wrapped around and overwritten the states to restore. Only all of "
-                "them can be removed (`crop(-cache.get_seq_length())`)."
-            )
-
-    def crop(self, tokens_to_remove: int) -> None:
-        """
-        Remove `tokens_to_remove` tokens from the current cache layer. Removing more tokens than the layer holds empties it.
-        """
-        if type(tokens_to_remove) is not int:
-            # A numpy integer or a 0-d tensor, from a direct call: `cumulative_length_int` stays an int
-            tokens_to_remove = operator.index(tokens_to_remove)
-        # This part's own check (a hybrid layer's `_check_crop` also checks its linear attention part, cropped already)
-        StaticSlidingWindowLayer._check_crop(self, tokens_to_remove)
-        super().crop(tokens_to_remove)
-        self.cumulative_length_int = max(self.cumulative_length_int + tokens_to_remove, 0)
-
-
 class BaseQuantizedLayer:
     def _check_crop(self, tokens_to_remove: int) -> None:
         """Raises for a partial removal: the quantized part would keep the removed tokens (`is_croppable` is `False`)."""
@@ -150,15 +119,3 @@ class LinearAttentionAndSlidingWindowAttentionLayer:
         self._check_crop(tokens_to_remove)
         LinearAttentionLayer.crop(self, tokens_to_remove)
         DynamicSlidingWindowLayer.crop(self, tokens_to_remove)
-
-
-class LinearAttentionAndStaticSlidingWindowAttentionLayer:
-    def _check_crop(self, tokens_to_remove: int) -> None:
-        LinearAttentionLayer._check_crop(self, tokens_to_remove)
-        StaticSlidingWindowLayer._check_crop(self, tokens_to_remove)
-
-    def crop(self, tokens_to_remove: int) -> None:
-        # Check both parts before cropping either
-        self._check_crop(tokens_to_remove)
-        LinearAttentionLayer.crop(self, tokens_to_remove)
-        StaticSlidingWindowLayer.crop(self, tokens_to_remove)

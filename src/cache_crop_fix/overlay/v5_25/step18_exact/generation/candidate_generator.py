@@ -1,7 +1,7 @@
-# Step 17 of the fix for transformers 5.25.x, fork only, in `transformers/generation/candidate_generator.py`: the
+# Step 18 of the fix for transformers 5.25.x, fork only, in `transformers/generation/candidate_generator.py`: the
 # assistant's cache is created by `generate` with the candidate generator's copy of the *main* model's generation config,
 # so its first round recorded the main model's `num_assistant_tokens` while the assistant drafts its own count. Stock
-# 5.25 happens to restore the right state there; with this stack's exact rollback (step 17 refuses what was not
+# 5.25 happens to restore the right state there; with this stack's exact rollback (step 18 refuses what was not
 # recorded) an assistant that drafts more tokens than that count would refuse to remove them. A codemod rather than a
 # copy of the method (see `cache_crop_fix.codemod`).
 

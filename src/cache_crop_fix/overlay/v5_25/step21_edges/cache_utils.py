@@ -1,4 +1,4 @@
-# Step 20 of the fix for transformers 5.25.x, fork only, in `transformers/cache_utils.py`: the edges of
+# Step 21 of the fix for transformers 5.25.x, fork only, in `transformers/cache_utils.py`: the edges of
 # `DynamicLayer.crop` that `generate` does not reach. A layer without any token yet (the empty 1-D states
 # `early_initialization` leaves, as for `torch.export`) is left as it is instead of raising an `IndexError`, and a
 # removal beyond 64 bits empties the layer without the warning of a truncated slice bound (the indexer of

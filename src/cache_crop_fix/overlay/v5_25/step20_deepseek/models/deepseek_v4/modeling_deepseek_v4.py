@@ -1,4 +1,4 @@
-# Step 19 of the fix for transformers 5.25.x, fork only, in `transformers/models/deepseek_v4/modeling_deepseek_v4.py`:
+# Step 20 of the fix for transformers 5.25.x, fork only, in `transformers/models/deepseek_v4/modeling_deepseek_v4.py`:
 # the compressed-attention caches say they cannot be cropped (`is_croppable = False`, so `generate` never rolls them back),
 # but `crop` cut their sliding window and kept the compressor buffers and compressed entries of the removed tokens. A
 # partial crop now raises before anything changes, and removing every token resets the layer.

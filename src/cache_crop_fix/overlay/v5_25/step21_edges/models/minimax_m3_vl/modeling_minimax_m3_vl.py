@@ -1,4 +1,4 @@
-# Step 20 of the fix for transformers 5.25.x, fork only, in
+# Step 21 of the fix for transformers 5.25.x, fork only, in
 # `transformers/models/minimax_m3_vl/modeling_minimax_m3_vl.py`: the dynamic layer's index keys are cut to the kept
 # tokens (not sliced by the removal, which warns beyond 64 bits), and a layer without index keys yet crops its states.
 # The exporter applies it to `modular_minimax_m3_vl.py` as well.

@@ -1,1 +1,0 @@
-"""Step 17 (fork only): linear-attention layers roll back exactly or refuse, and `Cache.crop` checks every layer first."""

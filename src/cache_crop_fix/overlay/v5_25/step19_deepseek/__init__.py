@@ -1,1 +1,0 @@
-"""Step 19 (fork only): DeepSeek-V4's compressed-attention caches (`is_croppable = False`) refuse partial crops."""

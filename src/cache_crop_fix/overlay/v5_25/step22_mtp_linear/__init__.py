@@ -1,0 +1,1 @@
+"""Step 22 (fork): MTP layers of linear attention build, run and roll back exactly."""
