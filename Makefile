@@ -14,7 +14,7 @@ STAMP_25 := $(VENV_25)/.installed
 # The end-to-end tests that compare numbers computed along two kernel paths; `make test` also runs them on the portable
 # kernels (ATEN_CPU_CAPABILITY=default), so that a comparison that holds only on this CPU's kernels fails here
 NUMERIC_TESTS := tests/test_generation.py tests/test_generation_hybrid.py tests/test_call_sites.py \
-  tests/test_generation_drafter_caches.py
+  tests/test_generation_drafter_caches.py tests/test_rollback_schedules.py
 
 .PHONY: install install-main install-v5_25 test test-main test-v5_25 test-default-kernels lint style clean branch bench matrix mutate audit drift never-worse
 
@@ -84,7 +84,7 @@ test-main: $(STAMP_MAIN)
 # Upstream main (transformers 5.25): its upstream-style tests with the fix applied, the end-to-end tests of hybrid main
 # models and of hybrid assistants, and the numeric ones again on the portable kernels
 V5_25_TESTS := tests/v5_25 tests/test_generation_main_hybrid.py tests/test_generation_main_hybrid_mtp.py tests/test_generation_hybrid.py \
-  tests/test_generation_drafter_caches.py
+  tests/test_generation_drafter_caches.py tests/test_rollback_schedules.py
 # The calls users make (issue 39): once, on this CPU's kernels (their comparisons are those of the sweeps above)
 test-v5_25: $(STAMP_25)
 	$(PY_25) -m pytest -n auto --dist loadfile $(V5_25_TESTS) tests/test_generation_user_patterns.py tests/test_never_worse.py tests/test_audit.py tests/test_stock_parity.py tests/test_syncs.py tests/test_compile.py tests/test_pr_texts.py tests/test_crop_arguments.py \

@@ -41,6 +41,7 @@ RULES = [
     (r"tests/v5_(14|25)/(utils|generation|models)/", BEHAVIOUR),
     # 5.25: hybrid and SSM main models in assisted decoding: wrong states, wrong tokens or an `IndexError` on stock
     (r"tests/test_generation_main_hybrid\.py", BEHAVIOUR),
+    (r"tests/test_rollback_schedules\.py", BEHAVIOUR),
     (r"tests/test_stateful(_hybrid)?\.py", BEHAVIOUR),
     (r"tests/test_generation(_hybrid)?\.py", BEHAVIOUR),
     (r"tests/test_call_sites\.py", BEHAVIOUR),

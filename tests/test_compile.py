@@ -67,3 +67,54 @@ def test_compiled_hybrid_decode_compiles_as_on_stock(kind, record):
     if kind == "static" and not record:
         # The production path: one graph for every decode step
         assert fixed == 1
+
+
+def _sliding_window_frames(model, room: bool) -> int:
+    """Frames compiled over 24 decode steps of a model with a window of 4 over a static cache that made room for 4
+    tokens to remove (then stopped recording, as assisted decoding leaves the cache it returns), or not."""
+    from torch._dynamo.testing import CompileCounter
+
+    from transformers import StaticCache
+
+    torch._dynamo.reset()
+    counter = CompileCounter()
+    forward = torch.compile(model.forward, backend=counter)
+    cache = StaticCache(config=model.config, max_cache_len=64)
+    if room:
+        cache.activate_past_recording(recurrent_states_to_keep=4)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        logits = model(torch.tensor([[5, 9, 2, 7, 1, 3]]), cache=cache).logits
+        for layer in cache.layers:
+            layer.record_past = False
+        for position in range(6, 30):
+            next_token = logits[:, -1:].argmax(-1)
+            logits = forward(next_token, cache=cache, position_ids=torch.tensor([[position]])).logits
+            cache.crop(0)
+    return counter.frame_count
+
+
+def test_compiled_decode_over_a_static_sliding_window_with_room_compiles_as_on_stock():
+    """The room for the drafts (5.25 step 17) compiles no more frames than stock's window: one before the window is full,
+    one after."""
+    if TARGET.name != "v5_25":
+        pytest.skip("static sliding windows make room for the drafts on 5.25 only")
+    from transformers import MistralConfig, MistralForCausalLM
+
+    torch.manual_seed(0)
+    config = MistralConfig(
+        vocab_size=32,
+        hidden_size=32,
+        intermediate_size=37,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        num_hidden_layers=2,
+        sliding_window=4,
+    )
+    model = MistralForCausalLM(config).eval()
+    cache_crop_fix.revert()
+    try:
+        stock = _sliding_window_frames(model, room=False)
+    finally:
+        cache_crop_fix.apply()
+    assert (_sliding_window_frames(model, room=True), stock) == (2, 2)

@@ -81,27 +81,32 @@ MUTANTS = (
         "        if self.record_past:\n            return int(self.cumulative_length_linear)\n",
     ),
     Mutant(
-        "version-read-while-compiling",
-        "compile/sync",
-        "step18_exact/cache_utils.py",
-        "    if torch.compiler.is_compiling() or torch.is_inference(tensor):\n",
-        "    if torch.is_inference(tensor):\n",
-    ),
-    # (Reading the version counter of an inference tensor in `_version` is no longer reachable: `update_conv_state`
-    # copies an inference tensor instead of reading its version, so that mutant is equivalent; these two are not)
-    Mutant(
-        "inference-state-not-copied",
+        "rollback-point-not-copied",
         "fork step",
         "step18_exact/cache_utils.py",
-        "self.recurrent_states_versions[state_idx] = state.clone() if inference else _version(state)",
-        "self.recurrent_states_versions[state_idx] = state if inference else _version(state)",
+        "before_forward = self.recurrent_states[state_idx].clone()",
+        "before_forward = self.recurrent_states[state_idx]",
     ),
     Mutant(
-        "inference-version-read",
+        "rollback-point-copied-for-long-forwards",
         "fork step",
         "step18_exact/cache_utils.py",
-        "inference = not torch.compiler.is_compiling() and torch.is_inference(state)",
-        "inference = False",
+        "if self.is_recurrent_states_initialized[state_idx] and num_new_tokens <= self.recurrent_states_to_keep:",
+        "if self.is_recurrent_states_initialized[state_idx]:",
+    ),
+    Mutant(
+        "static-sliding-crop-not-rolled",
+        "upstream PR",
+        "step17_sliding/cache_utils.py",
+        "            self.keys.copy_(self.keys.roll(shift, dims=-2))\n",
+        "",
+    ),
+    Mutant(
+        "static-sliding-no-room",
+        "upstream PR",
+        "step17_sliding/cache_utils.py",
+        "max(recurrent_states_to_keep or 1, 1) - 1",
+        "0",
     ),
     Mutant(
         "linear-crop-0-reads-device",

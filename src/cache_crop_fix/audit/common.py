@@ -345,14 +345,12 @@ def _visible(layer, tensor, axis: int, setup: Setup | None, counter: str = "cumu
         stale = (index < prefill_slots) & (index >= layer.prefill_cumulative_length)
         return tensor.masked_fill(stale | (index >= prefill_slots + sliding), 0)
     count = int(layer.get_seq_length()) if counter == "cumulative_length" else int(getattr(layer, counter))
-    if isinstance(layer, c.StaticSlidingWindowLayer) and tensor.shape[axis] == layer.max_cache_len:
-        # Slot `j` of a static sliding window holds token `max(count - max_cache_len, 0) + j`: the ones before the window
-        # of the next token are never attended again (the mask hides them), whatever they hold
-        window = getattr(
-            layer, "sliding_window", layer.max_cache_len
-        )  # stock 5.25 stores the window as `max_cache_len`
+    if hasattr(layer, "first_stored_token") and tensor.shape[axis] == layer.max_cache_len:
+        # Slot `j` of a static sliding window that makes room for the drafts (5.25 step 17) holds token
+        # `max(count - max_cache_len, 0) + j`: the ones before the window of the next token are never attended again (the
+        # mask hides them), whatever they hold (a crop puts the removed tokens there)
         token = index + max(count - layer.max_cache_len, 0)
-        return tensor.masked_fill((index >= max(count, 0)) | (token < count - window + 1), 0)
+        return tensor.masked_fill((index >= max(count, 0)) | (token < count - layer.sliding_window + 1), 0)
     return tensor.masked_fill(index >= max(count, 0), 0)
 
 

@@ -188,6 +188,9 @@ STEPS = (
         "step17_sliding",
         "17-static-sliding",
         "Roll static sliding-window layers back exactly, and allow them in speculative decoding",
+        # Its `crop` replaces the clamped one of step 1; the room follows the drafts of each round, which the heuristic
+        # schedule grows past the first round's count (step 2 records each round's)
+        needs=("1-clamp", "2-history"),
         tests=("StaticSlidingWindowRollbackTest", "StaticSlidingWindowAssistedDecodingTest"),
         behaviour_changes=(
             "`activate_past_recording` on a `StaticSlidingWindowLayer` (assisted decoding calls it) makes its states "

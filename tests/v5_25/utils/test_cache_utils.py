@@ -549,18 +549,24 @@ class LinearAttentionHistoryTest(unittest.TestCase):
         layer.crop(-1)
         self.assertEqual(layer.recurrent_states[0].item(), 22.0)
 
-    def test_state_written_in_place_during_a_forward_is_no_rollback_point(self):
-        """Mamba-1 mixers update the cached state in place in a forward that continues the cache: the state from before
-        that forward is gone, so removing the whole forward refuses (the states it handed over still restore)."""
+    def test_state_written_in_place_during_a_forward_is_a_rollback_point(self):
+        """Mamba-1 mixers update the cached state in place in a forward that continues the cache: the conv update that
+        opens the forward copied the state from before it, so the whole forward can be removed."""
         layer = _recording_layer(3)
         _forward(layer, 0, 3, 3)
         layer.update_conv_state(_tokens(3, 3).view(1, 1, 3), conv_kernel_size=2)
         layer.recurrent_states[0].add_(1.0)  # the model's in-place update, before it hands its states over
         layer.update_recurrent_state([torch.full((1, 1), p + 1.0, dtype=torch.float64) for p in (3, 4, 5)])
-        with self.assertRaisesRegex(ValueError, "can only be rolled back by 2 token"):
-            layer.crop(-3)
-        layer.crop(-2)
-        self.assertEqual(layer.recurrent_states[0].item(), 4.0)
+        layer.crop(-3)
+        self.assertEqual((layer.recurrent_states[0].item(), int(layer.get_seq_length())), (3.0, 3))
+
+    def test_forward_longer_than_the_states_kept_copies_no_state(self):
+        """The state from before a forward of more than `recurrent_states_to_keep` tokens is no rollback point: its conv
+        update copies nothing (a recording forward copies the state once, only when it may be restored)."""
+        layer = _recording_layer(2)
+        _forward(layer, 0, 3, 2)
+        ops = _dispatched_ops(lambda: layer.update_conv_state(_tokens(3, 3).view(1, 1, 3), conv_kernel_size=2))
+        self.assertNotIn(torch.ops.aten.clone.default, ops)
 
     def test_reorder_cache_reorders_the_history(self):
         # Beam search: the states to restore follow their beam
@@ -713,7 +719,7 @@ class LinearAttentionHistoryTest(unittest.TestCase):
         self.assertEqual((layer.recurrent_states[0].item(), layer.cumulative_length_linear.data_ptr()), (8.0, address))
 
     def test_recording_forward_compiles_in_one_graph(self):
-        """A recording forward reads no version counter while compiling (dynamo would break the graph on it)."""
+        """A recording forward compiles in one graph: its copy of the state from before it included."""
         layer = _recording_layer(3)
         _forward(layer, 0, 4, 3)
         layer.crop(0)
@@ -724,7 +730,7 @@ class LinearAttentionHistoryTest(unittest.TestCase):
 
     @parameterized.expand([(1,), (2,), (3,)])
     def test_recording_under_inference_mode_rolls_back(self, removed):
-        """Inference tensors have no version counter: a layer recording under `torch.inference_mode()` reads none."""
+        """A layer recording under `torch.inference_mode()` (inference tensors) rolls back as under `no_grad`."""
         with torch.inference_mode():
             layer = _recording_layer(3)
             _forward(layer, 0, 4, 3)

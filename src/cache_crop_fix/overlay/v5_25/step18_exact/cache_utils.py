@@ -47,8 +47,8 @@ CODEMODS = {
             "# state is at\n"
             "self.num_tokens_linear = 0\n"
             "self.recurrent_states_num_tokens = dict.fromkeys(range(number_of_states), 0)\n"
-            "# While recording, the version counter of each cached recurrent state as a forward starts (see `_extend_history`)\n"
-            "self.recurrent_states_versions = dict.fromkeys(range(number_of_states))\n"
+            "# While recording, a copy of each cached recurrent state as a forward starts (see `update_conv_state`)\n"
+            "self.recurrent_states_before_forward = dict.fromkeys(range(number_of_states))\n"
             "self.device = None",
         ),
     ],
@@ -63,14 +63,6 @@ CODEMODS = {
         ),
     ],
 }
-
-
-def _version(tensor: torch.Tensor) -> int | None:
-    """The version counter of `tensor` (every in-place write moves it), or `None` if it has none (inference tensors) or
-    is being compiled (dynamo would guard on it and recompile every step)."""
-    if torch.compiler.is_compiling() or torch.is_inference(tensor):
-        return None
-    return tensor._version
 
 
 class CacheLayerMixin:
@@ -239,13 +231,15 @@ class LinearAttentionLayer:
             self.cumulative_length_linear.add_(num_new_tokens)
             if self.record_past:
                 self.num_tokens_linear += num_new_tokens
-        if self.record_past and self.is_recurrent_states_initialized[state_idx]:
-            # The conv update opens the forward of every model: the cached recurrent state must still be this one when
-            # the forward hands its states over. An inference tensor has no version counter: its value is kept instead
-            # (one copy a forward), since a model may write it in place
-            state = self.recurrent_states[state_idx]
-            inference = not torch.compiler.is_compiling() and torch.is_inference(state)
-            self.recurrent_states_versions[state_idx] = state.clone() if inference else _version(state)
+        if self.record_past:
+            # The conv update opens the forward of every model. The state from before the forward is a rollback point
+            # if the forward hands over the states after each of its tokens (at most `recurrent_states_to_keep`, see
+            # `_extend_history`): it is copied now, as the model may write the cached one in place (the per-token path
+            # of Mamba-1 mixers). The only copy of the state a recording forward makes; none without recording
+            before_forward = None
+            if self.is_recurrent_states_initialized[state_idx] and num_new_tokens <= self.recurrent_states_to_keep:
+                before_forward = self.recurrent_states[state_idx].clone()
+            self.recurrent_states_before_forward[state_idx] = before_forward
 
         kernel_size = self.conv_kernel_size[state_idx]
         if self.has_previous_state[state_idx]:
@@ -298,22 +292,25 @@ class LinearAttentionLayer:
     def _extend_history(self, state_idx: int, intermediate_states: list[torch.Tensor], num_new_tokens: int) -> None:
         """
         Adds the rollback points of a forward of `num_new_tokens` tokens to the history of state `state_idx`: the states
-        after each of its tokens but the last, and the cached state from before the forward when it is adjacent to them
-        (every token of the forward has its state; unknown for a layer without conv states, which is then assumed). The
-        history keeps the last `recurrent_states_to_keep` of them.
+        after each of its tokens but the last, and the state from before the forward when it is adjacent to them (every
+        token of the forward has its state; unknown for a layer without conv states, which is then assumed). The history
+        keeps the last `recurrent_states_to_keep` of them.
         """
         history = self.recurrent_states_history[state_idx]
-        # A model that wrote the cached state in place during the forward (the per-token path of Mamba-1 mixers) left no
-        # state from before it: the cached one is no rollback point then (unless it was copied, see `update_conv_state`)
-        version, self.recurrent_states_versions[state_idx] = self.recurrent_states_versions[state_idx], None
-        copied = isinstance(version, torch.Tensor)
-        written = not copied and version is not None and _version(self.recurrent_states[state_idx]) != version
-        if not written and (not self.is_conv_states_initialized[0] or num_new_tokens == len(intermediate_states) + 1):
-            # A copy: the cached state is overwritten in place
-            history.append(version if copied else self.recurrent_states[state_idx].clone())
-        else:
+        # The state from before the forward, as its conv update copied it (the model may have written the cached one in
+        # place since)
+        before_forward = self.recurrent_states_before_forward[state_idx]
+        self.recurrent_states_before_forward[state_idx] = None
+        if self.is_conv_states_initialized[0] and num_new_tokens != len(intermediate_states) + 1:
             # The tokens before the first state handed over have no state: nothing older can be reached
             history.clear()
+        elif before_forward is not None:
+            history.append(before_forward)
+        elif num_new_tokens <= self.recurrent_states_to_keep:
+            # Not copied by a conv update: the layer has no conv states, or had no recurrent state before this forward
+            # (it was just initialized to zeros). A copy, as `update_recurrent_state` overwrites the cached one in place
+            history.append(self.recurrent_states[state_idx].clone())
+        # Else the forward handed over more states than the history keeps: the one from before it would be trimmed
         history.extend(intermediate_states)
         del history[: max(len(history) - self.recurrent_states_to_keep, 0)]
 

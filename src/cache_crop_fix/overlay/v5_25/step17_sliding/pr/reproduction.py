@@ -17,6 +17,4 @@ model = MistralForCausalLM(config)
 inputs = {"input_ids": torch.tensor([[5, 9, 2, 7, 1]]), "max_new_tokens": 12, "do_sample": False}
 greedy = model.generate(**inputs, cache_implementation="static")
 assisted = model.generate(**inputs, prompt_lookup_num_tokens=3, cache_implementation="static")
-print(
-    assisted.tolist() == greedy.tolist()
-)  # 5.25.0: ValueError (requires a cache that can be cropped). With this PR: True
+print(assisted.tolist() == greedy.tolist())  # 5.25.0: ValueError (a cache that cannot be cropped). With this PR: True
