@@ -14,7 +14,7 @@ import torch
 
 import cache_crop_fix
 from tests.compat import CACHE_KWARG, TARGET
-from tests.tiny_models import tiny_qwen3_next
+from tests.tiny_models import tiny_mistral_with_window, tiny_qwen3_next
 
 
 DECODE_STEPS = 12
@@ -99,19 +99,7 @@ def test_compiled_decode_over_a_static_sliding_window_with_room_compiles_as_on_s
     one after."""
     if TARGET.name != "v5_25":
         pytest.skip("static sliding windows make room for the drafts on 5.25 only")
-    from transformers import MistralConfig, MistralForCausalLM
-
-    torch.manual_seed(0)
-    config = MistralConfig(
-        vocab_size=32,
-        hidden_size=32,
-        intermediate_size=37,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        num_hidden_layers=2,
-        sliding_window=4,
-    )
-    model = MistralForCausalLM(config).eval()
+    model = tiny_mistral_with_window()
     cache_crop_fix.revert()
     try:
         stock = _sliding_window_frames(model, room=False)

@@ -33,3 +33,21 @@ def tiny_qwen3_next():
 
     torch.manual_seed(0)
     return Qwen3NextForCausalLM(Qwen3NextConfig(vocab_size=64, **QWEN3_NEXT, **NO_SPECIAL_TOKENS)).eval()
+
+
+def tiny_mistral_with_window():
+    """A tiny 2-layer Mistral with a sliding window of 4 (a vocabulary of 32), randomly initialised with seed 0, in eval
+    mode."""
+    from transformers import MistralConfig, MistralForCausalLM
+
+    torch.manual_seed(0)
+    config = MistralConfig(
+        vocab_size=32,
+        hidden_size=32,
+        intermediate_size=37,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        num_hidden_layers=2,
+        sliding_window=4,
+    )
+    return MistralForCausalLM(config).eval()

@@ -61,7 +61,7 @@ class StaticSlidingWindowLayer:
             # Every stored token keeps its position: the slot `update` expects for it with the larger states
             seq_length, stored = self.cumulative_length_int, min(self.cumulative_length_int, self.max_cache_len)
             start = min(seq_length, max_cache_len) - stored
-            self.first_stored_token = max(self.first_stored_token, seq_length - self.max_cache_len)
+            self.first_stored_token = self._oldest_stored_token()
             keys = self.keys.new_zeros((*self.keys.shape[:2], max_cache_len, self.keys.shape[-1]))
             values = self.values.new_zeros((*self.values.shape[:2], max_cache_len, self.values.shape[-1]))
             keys[:, :, start : start + stored] = self.keys[:, :, :stored]
@@ -73,6 +73,10 @@ class StaticSlidingWindowLayer:
                 torch._dynamo.mark_static_address(self.values)
         self.max_cache_len = max_cache_len
 
+    def _oldest_stored_token(self) -> int:
+        """The first token whose states are still stored: the slots before it hold overwritten or removed ones."""
+        return max(self.first_stored_token, self.cumulative_length_int - self.max_cache_len)
+
     def _check_crop(self, tokens_to_remove: int) -> None:
         """
         Raises, before anything changes, if the window of the token after the kept ones would need states that were
@@ -81,8 +85,7 @@ class StaticSlidingWindowLayer:
         """
         seq_length = self.cumulative_length_int
         kept = seq_length + tokens_to_remove
-        first_stored_token = max(self.first_stored_token, seq_length - self.max_cache_len)
-        if 0 < kept and max(kept - self.sliding_window + 1, 0) < first_stored_token:
+        if 0 < kept and max(kept - self.sliding_window + 1, 0) < self._oldest_stored_token():
             raise ValueError(
                 f"Cannot remove {-tokens_to_remove} of the {seq_length} tokens of a `{self.__class__.__name__}`: its window "
                 f"of {self.sliding_window} tokens would need the states of token {max(kept - self.sliding_window + 1, 0)}, "
@@ -113,7 +116,7 @@ class StaticSlidingWindowLayer:
             shift = min(-tokens_to_remove, seq_length - self.max_cache_len)
             self.keys.copy_(self.keys.roll(shift, dims=-2))
             self.values.copy_(self.values.roll(shift, dims=-2))
-        self.first_stored_token = max(self.first_stored_token, seq_length - self.max_cache_len) if kept else 0
+        self.first_stored_token = self._oldest_stored_token() if kept else 0
         self.cumulative_length_int = kept
         # In place, to keep its static address (`update` stops advancing it once the states are full)
         self.cumulative_length.fill_(min(kept, self.max_cache_len))
